@@ -1,0 +1,100 @@
+//! The controller itself as a host: `/bin/sh` as a child process, sudo only when
+//! becoming a user other than the current one.
+
+use std::process::Stdio;
+
+use async_trait::async_trait;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::{Connection, ExecOutput, ExecRequest};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Runs commands on the controller.
+#[derive(Debug, Default)]
+pub struct LocalConnection {
+    current_user: String,
+}
+
+impl LocalConnection {
+    /// A local connection; remembers who we are so `become` to ourselves needs no sudo.
+    pub fn new() -> LocalConnection {
+        let current_user = std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| if is_root() { "root".into() } else { String::new() });
+        LocalConnection { current_user }
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self").map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    }).unwrap_or(false)
+}
+
+#[async_trait]
+impl Connection for LocalConnection {
+    async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput> {
+        let mut cmd = match &req.become_ {
+            Some(b) if b.user != self.current_user => {
+                let mut c = Command::new("sudo");
+                if b.password.is_some() {
+                    c.args(["-S", "-p", ""]);
+                } else {
+                    c.arg("-n");
+                }
+                c.args(["-H", "-u", &b.user, "--", "/bin/sh", "-c", &req.script]);
+                c
+            }
+            _ => {
+                let mut c = Command::new("/bin/sh");
+                c.args(["-c", &req.script]);
+                c
+            }
+        };
+        for (k, v) in &req.env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| {
+            Error::new(ErrorKind::Connection, format!("cannot start /bin/sh on the controller: {e}"))
+        })?;
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let mut input = Vec::new();
+        if let Some(b) = &req.become_ {
+            if let (Some(pw), true) = (&b.password, b.user != self.current_user) {
+                input.extend_from_slice(pw.as_bytes());
+                input.push(b'\n');
+            }
+        }
+        if let Some(data) = &req.stdin {
+            input.extend_from_slice(data);
+        }
+        let writer = tokio::spawn(async move {
+            let _ = stdin.write_all(&input).await;
+            drop(stdin);
+        });
+        let wait = child.wait_with_output();
+        let output = match req.timeout {
+            Some(t) => match tokio::time::timeout(t, wait).await {
+                Ok(r) => r,
+                Err(_) => {
+                    return Err(Error::new(
+                        ErrorKind::Runtime,
+                        format!("command timed out after {} seconds and was killed", t.as_secs()),
+                    ))
+                }
+            },
+            None => wait.await,
+        }
+        .map_err(|e| Error::new(ErrorKind::Connection, format!("waiting for /bin/sh failed: {e}")))?;
+        let _ = writer.await;
+        Ok(ExecOutput {
+            rc: output.status.code().unwrap_or(-1),
+            stdout: output.stdout,
+            stderr: output.stderr,
+        })
+    }
+}

@@ -1,0 +1,14 @@
+//! The kk engine: loads playbooks, roles and inventories, templates tasks with Jinja,
+//! and runs them on hosts through connections and modules.
+//!
+//! The binary (`kk`) is a thin layer over [`exec::run_playbook`].
+
+pub mod connect;
+pub mod error;
+pub mod inventory;
+pub mod modules;
+pub mod template;
+pub mod vars;
+pub mod yaml;
+
+pub use error::{Error, ErrorKind, Result};

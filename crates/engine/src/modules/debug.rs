@@ -1,0 +1,45 @@
+//! `debug`: print a message or a variable's value.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use crate::error::Result;
+use crate::template::to_json;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DebugArgs {
+    #[serde(default)]
+    msg: Option<Value>,
+    #[serde(default)]
+    var: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_int_like")]
+    verbosity: Option<i64>,
+}
+
+/// Prints a message (`msg`) or the value of an expression (`var`).
+pub struct Debug;
+
+#[async_trait]
+impl Module for Debug {
+    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+        let a: DebugArgs = parse_args("debug", raw, &["msg", "var", "verbosity"])?;
+        let _ = a.verbosity;
+        let mut res = ModuleResult::ok();
+        if let Some(var) = a.var {
+            let value = match ctx.templar.eval_expr(&var, &ctx.vars) {
+                Ok(v) if !v.is_undefined() => to_json(&v, &var)?,
+                Ok(_) => Value::String("VARIABLE IS NOT DEFINED!".into()),
+                Err(e) if e.kind == crate::error::ErrorKind::Undefined => Value::String("VARIABLE IS NOT DEFINED!".into()),
+                Err(e) => return Err(e),
+            };
+            res.data.insert(var, value);
+        } else {
+            let msg = a.msg.unwrap_or_else(|| Value::String("Hello world!".into()));
+            res.data.insert("msg".into(), msg);
+        }
+        Ok(res)
+    }
+}

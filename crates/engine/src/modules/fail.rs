@@ -1,0 +1,31 @@
+//! `fail`: fail the host with a message.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use crate::error::Result;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FailArgs {
+    #[serde(default)]
+    msg: Option<Value>,
+}
+
+/// Always fails, with `msg` (default "Failed as requested from task").
+pub struct Fail;
+
+#[async_trait]
+impl Module for Fail {
+    async fn run(&self, _ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+        let a: FailArgs = parse_args("fail", raw, &["msg"])?;
+        let msg = match a.msg {
+            None => "Failed as requested from task".to_string(),
+            Some(Value::String(s)) => s,
+            Some(other) => other.to_string(),
+        };
+        Ok(ModuleResult::failed(msg))
+    }
+}

@@ -1,0 +1,257 @@
+//! Modules: one file each, one trait. A module gets its arguments already templated,
+//! does its work through the host's [`Connection`], and says honestly what changed.
+//!
+//! Modules with special meaning to the executor (`meta`, `include_tasks`,
+//! `import_tasks`, `include_role`, `import_role`) are not here: they are task
+//! structure, handled by `exec`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::connect::{Become, Connection, ExecOutput, ExecRequest};
+use crate::error::{Error, ErrorKind, Result, Span};
+use crate::template::Templar;
+
+pub mod args;
+pub mod assert;
+pub mod command;
+pub mod debug;
+pub mod fail;
+pub mod pause;
+pub mod set_fact;
+pub mod setup;
+
+/// A map of variables or results.
+pub type VarMap = Map<String, Value>;
+
+/// A unified diff of one file, for `--diff`.
+#[derive(Debug, Clone, Default)]
+pub struct FileDiff {
+    /// Label of the old side (usually the path).
+    pub before_header: String,
+    /// Label of the new side.
+    pub after_header: String,
+    /// Old content.
+    pub before: String,
+    /// New content.
+    pub after: String,
+}
+
+/// What a module did.
+#[derive(Debug, Clone, Default)]
+pub struct ModuleResult {
+    /// Something on the host changed (or would, in check mode).
+    pub changed: bool,
+    /// The module failed; `msg` says why.
+    pub failed: bool,
+    /// The module decided not to act (e.g. `creates` exists).
+    pub skipped: bool,
+    /// A human message.
+    pub msg: Option<String>,
+    /// The rest of the result, in Ansible's shape (`rc`, `stdout`, `stat`, `ansible_facts` …).
+    pub data: VarMap,
+    /// File diffs, shown with `--diff`.
+    pub diffs: Vec<FileDiff>,
+}
+
+impl ModuleResult {
+    /// A result with nothing changed.
+    pub fn ok() -> ModuleResult {
+        ModuleResult::default()
+    }
+
+    /// A result that says whether something changed.
+    pub fn changed(changed: bool) -> ModuleResult {
+        ModuleResult {
+            changed,
+            ..Default::default()
+        }
+    }
+
+    /// A failed result with a message.
+    pub fn failed(msg: impl Into<String>) -> ModuleResult {
+        ModuleResult {
+            failed: true,
+            msg: Some(msg.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Adds a field to the result.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> ModuleResult {
+        self.data.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Sets the message.
+    pub fn msg(mut self, msg: impl Into<String>) -> ModuleResult {
+        self.msg = Some(msg.into());
+        self
+    }
+
+    /// Adds `rc`, `stdout`, `stderr` and their `_lines` forms from a command's output.
+    pub fn with_output(mut self, out: &ExecOutput) -> ModuleResult {
+        let stdout = out.stdout_text();
+        let stderr = out.stderr_text();
+        self.data.insert("rc".into(), out.rc.into());
+        self.data.insert("stdout_lines".into(), lines(&stdout));
+        self.data.insert("stderr_lines".into(), lines(&stderr));
+        self.data.insert("stdout".into(), stdout.into());
+        self.data.insert("stderr".into(), stderr.into());
+        self
+    }
+
+    /// The registered form: Ansible's result dictionary.
+    pub fn to_value(&self) -> Value {
+        let mut m = self.data.clone();
+        m.insert("changed".into(), self.changed.into());
+        if self.failed {
+            m.insert("failed".into(), true.into());
+        } else {
+            m.entry("failed").or_insert(false.into());
+        }
+        if self.skipped {
+            m.insert("skipped".into(), true.into());
+        }
+        if let Some(msg) = &self.msg {
+            m.insert("msg".into(), msg.clone().into());
+        }
+        Value::Object(m)
+    }
+}
+
+fn lines(s: &str) -> Value {
+    Value::Array(s.lines().map(|l| Value::String(l.to_string())).collect())
+}
+
+/// Everything a module may use while it runs on one host.
+pub struct ModuleContext {
+    /// The inventory name of the host the task targets.
+    pub host: String,
+    /// The connection commands go through (the delegate's, under `delegate_to`).
+    pub conn: Arc<dyn Connection>,
+    /// `--check`: report, change nothing.
+    pub check_mode: bool,
+    /// `--diff`: report file differences.
+    pub diff: bool,
+    /// Privilege escalation for this task.
+    pub become_: Option<Become>,
+    /// Task `environment`.
+    pub env: Vec<(String, String)>,
+    /// Task `timeout`.
+    pub timeout: Option<Duration>,
+    /// The templating engine, for modules that evaluate expressions or render files.
+    pub templar: Arc<Templar>,
+    /// The task's variables for this host, as a template context.
+    pub vars: minijinja::Value,
+    /// Directories searched for relative `src` files, most specific first
+    /// (role dir, then playbook dir); `files/`, `templates/`, `vars/` are tried in each.
+    pub search_dirs: Vec<PathBuf>,
+    /// Where the task is written, for errors.
+    pub span: Option<Span>,
+}
+
+impl ModuleContext {
+    /// Runs a script on the host with the task's become, environment and timeout.
+    pub async fn exec(&self, script: impl Into<String>, stdin: Option<Vec<u8>>) -> Result<ExecOutput> {
+        self.conn
+            .exec(&ExecRequest {
+                script: script.into(),
+                stdin,
+                env: self.env.clone(),
+                become_: self.become_.clone(),
+                timeout: self.timeout,
+            })
+            .await
+    }
+
+    /// Finds a controller-side file the way Ansible does: absolute paths as they are,
+    /// relative ones under `<dir>/<kind>/` then `<dir>/` for each search dir.
+    pub fn find_file(&self, kind: &str, name: &str) -> Result<PathBuf> {
+        let p = PathBuf::from(name);
+        if p.is_absolute() {
+            return Ok(p);
+        }
+        let mut tried = Vec::new();
+        for dir in &self.search_dirs {
+            for cand in [dir.join(kind).join(name), dir.join(name)] {
+                if cand.exists() {
+                    return Ok(cand);
+                }
+                tried.push(cand.display().to_string());
+            }
+        }
+        Err(Error::new(ErrorKind::Io, format!("could not find `{}`", name))
+            .note(format!("searched: {}", tried.join(", ")))
+            .at_opt(self.span.as_ref()))
+    }
+}
+
+/// A module: typed arguments in, honest result out.
+#[async_trait]
+pub trait Module: Send + Sync {
+    /// Runs on one host with templated arguments (`_raw_params` holds free-form text).
+    async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult>;
+}
+
+/// Parses templated arguments into a module's typed argument struct.
+///
+/// The struct should use `#[serde(deny_unknown_fields)]`; the error then names the
+/// unknown field, and we add the list of valid ones.
+pub fn parse_args<T: DeserializeOwned>(module: &str, args: VarMap, valid: &[&str]) -> Result<T> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| {
+        let msg = e.to_string();
+        let mut err = Error::new(ErrorKind::ModuleArgs, format!("{}: {}", module, msg));
+        if !valid.is_empty() {
+            err = err.help(format!("valid arguments of `{}` are: {}", module, valid.join(", ")));
+        }
+        err
+    })
+}
+
+/// Modules whose free-form string is a command line rather than `key=value` pairs.
+pub fn is_free_form(module: &str) -> bool {
+    matches!(
+        module,
+        "command" | "shell" | "raw" | "script" | "include_tasks" | "import_tasks" | "include_vars" | "meta" | "import_playbook"
+    )
+}
+
+/// The canonical name of a module given as written (`ansible.builtin.copy` → `copy`).
+pub fn canonical_name(name: &str) -> &str {
+    let short = name
+        .strip_prefix("ansible.builtin.")
+        .or_else(|| name.strip_prefix("ansible.legacy."))
+        .unwrap_or(name);
+    match short {
+        "systemd" | "service" => "systemd_service",
+        "http_get_file" => "get_url",
+        other => other,
+    }
+}
+
+/// Looks a module up by canonical name.
+pub fn lookup(name: &str) -> Option<&'static dyn Module> {
+    Some(match name {
+        "command" => &command::Command,
+        "shell" => &command::Shell,
+        "raw" => &command::Raw,
+        "debug" => &debug::Debug,
+        "set_fact" => &set_fact::SetFact,
+        "assert" => &assert::Assert,
+        "fail" => &fail::Fail,
+        "pause" => &pause::Pause,
+        "setup" | "gather_facts" => &setup::Setup,
+        _ => return None,
+    })
+}
+
+/// Every module name `lookup` knows, for "did you mean" hints and docs.
+pub const NAMES: &[&str] = &[
+    "command", "shell", "raw", "debug", "set_fact", "assert", "fail", "pause", "setup", "gather_facts",
+];

@@ -1,0 +1,255 @@
+//! Jinja templating with minijinja, configured the way Ansible users expect:
+//! strict undefined, native types for single-expression strings, trim_blocks on,
+//! trailing newlines kept, and Ansible's filters, tests and lookups.
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde_json::Value;
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub mod filters;
+
+/// The value `default(omit)` produces; module arguments equal to it are dropped.
+pub const OMIT: &str = "__omit_place_holder__kk";
+
+/// The configured Jinja environment, shared by every host and task of a run.
+pub struct Templar {
+    env: Environment<'static>,
+}
+
+impl Default for Templar {
+    fn default() -> Self {
+        Templar::new()
+    }
+}
+
+impl std::fmt::Debug for Templar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Templar")
+    }
+}
+
+/// True when a string has Jinja syntax and needs rendering.
+pub fn is_template(s: &str) -> bool {
+    s.contains("{{") || s.contains("{%") || s.contains("{#")
+}
+
+/// When the whole string is one `{{ expr }}`, the expression inside.
+fn single_expression(s: &str) -> Option<&str> {
+    let t = s.trim();
+    let inner = t.strip_prefix("{{")?.strip_suffix("}}")?;
+    if inner.contains("{{") || inner.contains("}}") || inner.contains("{%") {
+        return None;
+    }
+    let inner = inner.strip_prefix('-').unwrap_or(inner);
+    let inner = inner.strip_suffix('-').unwrap_or(inner);
+    Some(inner.trim())
+}
+
+impl Templar {
+    /// Builds the environment with every filter, test and lookup registered.
+    pub fn new() -> Templar {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_syntax(
+            minijinja::syntax::SyntaxConfig::builder()
+                .trim_blocks(true)
+                .keep_trailing_newline(true)
+                .build()
+                .expect("default delimiters are valid"),
+        );
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        env.set_recursion_limit(200);
+        minijinja_contrib::add_to_environment(&mut env);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_global("omit", OMIT);
+        filters::register(&mut env);
+        Templar { env }
+    }
+
+    /// The underlying environment (for filters that render files).
+    pub fn env(&self) -> &Environment<'static> {
+        &self.env
+    }
+
+    /// Evaluates a Jinja expression (no braces) to a value.
+    pub fn eval_expr(&self, expr: &str, ctx: &minijinja::Value) -> Result<minijinja::Value> {
+        let compiled = self
+            .env
+            .compile_expression_owned(expr.to_string())
+            .map_err(|e| convert_error(e, expr))?;
+        compiled.eval(ctx).map_err(|e| convert_error(e, expr))
+    }
+
+    /// Renders a string. A string that is exactly one `{{ expr }}` keeps the
+    /// expression's type (a list stays a list); anything else becomes a string.
+    pub fn render_str(&self, s: &str, ctx: &minijinja::Value) -> Result<Value> {
+        if !is_template(s) {
+            return Ok(Value::String(s.to_string()));
+        }
+        if let Some(expr) = single_expression(s) {
+            let v = self.eval_expr(expr, ctx).map_err(|e| e.note(format!("in `{}`", s)))?;
+            return to_json(&v, s);
+        }
+        self.render_text(s, ctx).map(Value::String)
+    }
+
+    /// Renders a string template to text (the `template` module's path).
+    pub fn render_text(&self, s: &str, ctx: &minijinja::Value) -> Result<String> {
+        self.env.render_str(s, ctx).map_err(|e| convert_error(e, s))
+    }
+
+    /// Renders every string inside a value, recursively (keys too).
+    pub fn render_value(&self, v: &Value, ctx: &minijinja::Value) -> Result<Value> {
+        Ok(match v {
+            Value::String(s) => self.render_str(s, ctx)?,
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|i| self.render_value(i, ctx)).collect::<Result<_>>()?)
+            }
+            Value::Object(m) => {
+                let mut out = serde_json::Map::with_capacity(m.len());
+                for (k, val) in m {
+                    let key = if is_template(k) {
+                        match self.render_str(k, ctx)? {
+                            Value::String(s) => s,
+                            other => other.to_string(),
+                        }
+                    } else {
+                        k.clone()
+                    };
+                    out.insert(key, self.render_value(val, ctx)?);
+                }
+                Value::Object(out)
+            }
+            other => other.clone(),
+        })
+    }
+
+    /// Evaluates a `when`/`changed_when`/`failed_when`/`until` condition: a boolean,
+    /// a bare expression, or a list of them (all must hold).
+    pub fn eval_condition(&self, cond: &Value, ctx: &minijinja::Value) -> Result<bool> {
+        match cond {
+            Value::Bool(b) => Ok(*b),
+            Value::Null => Ok(false),
+            Value::Number(n) => Ok(n.as_f64().unwrap_or(0.0) != 0.0),
+            Value::Array(items) => {
+                for i in items {
+                    if !self.eval_condition(i, ctx)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Value::String(s) => {
+                let expr = if is_template(s) {
+                    match self.render_str(s, ctx)? {
+                        Value::String(r) => r,
+                        other => return Ok(truthy(&other)),
+                    }
+                } else {
+                    s.clone()
+                };
+                let v = self.eval_expr(&expr, ctx).map_err(|e| e.note(format!("in condition `{}`", s)))?;
+                if v.is_undefined() {
+                    return Err(Error::new(ErrorKind::Undefined, format!("condition `{}` is undefined", s)));
+                }
+                // A string result ("yes", "True") is judged as Ansible's `bool` would.
+                if let Some(st) = v.as_str() {
+                    return Ok(matches!(st.trim().to_ascii_lowercase().as_str(), "yes" | "true" | "1" | "on" | "y"));
+                }
+                Ok(v.is_true())
+            }
+            Value::Object(_) => Err(Error::new(ErrorKind::Syntax, "a condition must be an expression, not a mapping")),
+        }
+    }
+}
+
+/// Converts plain data to a template value.
+pub fn to_mj(v: &Value) -> minijinja::Value {
+    minijinja::Value::from(minijinja::value::Serde(v))
+}
+
+/// Converts a template result to plain data.
+pub fn to_json(v: &minijinja::Value, source: &str) -> Result<Value> {
+    if v.is_undefined() {
+        return Err(Error::new(ErrorKind::Undefined, format!("`{}` evaluated to an undefined value", source)));
+    }
+    serde_json::to_value(v).map_err(|e| Error::new(ErrorKind::Template, format!("{} (in `{}`)", e, source)))
+}
+
+/// Jinja truthiness of plain data.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().unwrap_or(0.0) != 0.0,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Turns a minijinja error into ours, keeping its explanation and the template text.
+pub fn convert_error(e: minijinja::Error, source: &str) -> Error {
+    let kind = match e.kind() {
+        minijinja::ErrorKind::UndefinedError => ErrorKind::Undefined,
+        _ => ErrorKind::Template,
+    };
+    let detail = e.detail().map(str::to_string).unwrap_or_else(|| e.kind().to_string());
+    let mut err = Error::new(kind, detail);
+    if let Some(range) = e.range() {
+        if let Some(snippet) = source.get(range) {
+            if !source.trim().eq(snippet.trim()) {
+                err = err.note(format!("at `{}` in `{}`", snippet, source.trim()));
+            } else {
+                err = err.note(format!("in `{}`", source.trim()));
+            }
+        }
+    } else {
+        err = err.note(format!("in `{}`", source.trim()));
+    }
+    // An error raised while lazily rendering a variable travels as the cause.
+    let mut src = std::error::Error::source(&e);
+    while let Some(s) = src {
+        err = err.note(s.to_string());
+        src = s.source();
+    }
+    if kind == ErrorKind::Undefined {
+        err = err.help("define the variable (inventory, vars, -e) or give a fallback with `| default(...)`");
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use minijinja::context;
+
+    #[test]
+    fn native_types_for_single_expressions() {
+        let t = Templar::new();
+        let ctx = to_mj(&serde_json::json!({"a": [1, 2], "n": 3}));
+        assert_eq!(t.render_str("{{ a }}", &ctx).unwrap(), serde_json::json!([1, 2]));
+        assert_eq!(t.render_str("{{ n + 1 }}", &ctx).unwrap(), serde_json::json!(4));
+        assert_eq!(t.render_str("n={{ n }}", &ctx).unwrap(), serde_json::json!("n=3"));
+        assert_eq!(t.render_str("{{ n }}\n", &ctx).unwrap(), serde_json::json!(3));
+    }
+
+    #[test]
+    fn undefined_names_the_variable() {
+        let t = Templar::new();
+        let e = t.render_str("{{ nope }}", &context! {}).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Undefined);
+        assert!(e.message.contains("nope"), "{}", e.render());
+    }
+
+    #[test]
+    fn conditions() {
+        let t = Templar::new();
+        let ctx = to_mj(&serde_json::json!({"x": 2, "s": "yes"}));
+        assert!(t.eval_condition(&serde_json::json!("x > 1"), &ctx).unwrap());
+        assert!(!t.eval_condition(&serde_json::json!(["x > 1", "x > 5"]), &ctx).unwrap());
+        assert!(t.eval_condition(&serde_json::json!("s"), &ctx).unwrap());
+        assert!(t.eval_condition(&serde_json::json!(true), &ctx).unwrap());
+    }
+}
