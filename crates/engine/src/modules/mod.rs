@@ -23,6 +23,7 @@ pub mod command;
 pub mod debug;
 pub mod fail;
 pub mod pause;
+pub mod remote;
 pub mod set_fact;
 pub mod setup;
 
