@@ -20,6 +20,7 @@ use crate::template::Templar;
 pub mod args;
 pub mod assert;
 pub mod command;
+pub mod copy;
 pub mod debug;
 pub mod fail;
 pub mod pause;
@@ -240,6 +241,7 @@ pub fn canonical_name(name: &str) -> &str {
 pub fn lookup(name: &str) -> Option<&'static dyn Module> {
     Some(match name {
         "command" => &command::Command,
+        "copy" => &copy::Copy,
         "shell" => &command::Shell,
         "raw" => &command::Raw,
         "debug" => &debug::Debug,

@@ -563,6 +563,12 @@ pub struct WriteOptions {
     pub backup: bool,
     /// A command with `%s` checked against the temp file before it replaces `path`.
     pub validate: Option<String>,
+    /// Create missing parent directories first (with this mode when given).
+    pub make_parents: bool,
+    /// Mode for parent directories created by `make_parents`.
+    pub directory_mode: Option<String>,
+    /// Copy this file on the host instead of the bytes sent (`remote_src`).
+    pub remote_src: Option<String>,
 }
 
 /// What writing a file did.
@@ -581,13 +587,24 @@ pub async fn write_file(ctx: &ModuleContext, path: &str, data: Vec<u8>, opts: &W
     let dir = parent_dir(path);
     let mut s = String::new();
     s.push_str(&format!("d={}\n", qpath(path)));
+    if opts.make_parents {
+        s.push_str(&format!("dir={}\n", qpath(&dir)));
+        s.push_str("if [ ! -d \"$dir\" ]; then\n  mkdir -p -- \"$dir\" || exit 70\n");
+        if let Some(m) = &opts.directory_mode {
+            s.push_str(&format!("  chmod {} \"$dir\" || exit 72\n", shell_quote(&normalize_mode(m))));
+        }
+        s.push_str("fi\n");
+    }
     s.push_str(&format!(
         "tmp=$(mktemp {}/.kk_tmp.XXXXXXXX) || {{ echo 'destination directory {} does not exist or is not writable' >&2; exit 70; }}\n",
         qpath(&dir),
         dir.replace('\'', "")
     ));
     s.push_str("trap 'rm -f \"$tmp\"' EXIT\n");
-    s.push_str("cat > \"$tmp\" || exit 71\n");
+    match &opts.remote_src {
+        Some(src) => s.push_str(&format!("cat -- {} > \"$tmp\" || exit 71\n", qpath(src))),
+        None => s.push_str("cat > \"$tmp\" || exit 71\n"),
+    }
     // Keep what the replaced file had (Ansible's atomic_move does the same), else the umask default.
     s.push_str(
         "if [ -e \"$d\" ]; then\n  chmod \"$(stat -L -c %a -- \"$d\")\" \"$tmp\" 2>/dev/null\n  chown \"$(stat -L -c %u:%g -- \"$d\")\" \"$tmp\" 2>/dev/null\nelse\n  chmod \"$(printf %o $((0666 & ~$(umask))))\" \"$tmp\"\nfi\n",
@@ -750,8 +767,7 @@ mod tests {
                 mode: Some("0640".into()),
                 ..Default::default()
             },
-            backup: false,
-            validate: None,
+            ..Default::default()
         };
         let w = write_file(&c, ps, b"hello\n".to_vec(), &opts).await.unwrap();
         assert_eq!(w.stat.mode, 0o640);
