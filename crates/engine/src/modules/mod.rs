@@ -27,6 +27,7 @@ pub mod pause;
 pub mod remote;
 pub mod set_fact;
 pub mod setup;
+pub mod template;
 
 /// A map of variables or results.
 pub type VarMap = Map<String, Value>;
@@ -242,6 +243,7 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
     Some(match name {
         "command" => &command::Command,
         "copy" => &copy::Copy,
+        "template" => &template::Template,
         "shell" => &command::Shell,
         "raw" => &command::Raw,
         "debug" => &debug::Debug,
