@@ -23,6 +23,7 @@ pub mod command;
 pub mod copy;
 pub mod debug;
 pub mod fail;
+pub mod file;
 pub mod pause;
 pub mod remote;
 pub mod set_fact;
@@ -244,6 +245,7 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "command" => &command::Command,
         "copy" => &copy::Copy,
         "template" => &template::Template,
+        "file" => &file::File,
         "shell" => &command::Shell,
         "raw" => &command::Raw,
         "debug" => &debug::Debug,

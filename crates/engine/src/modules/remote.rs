@@ -227,7 +227,7 @@ pub fn remote_error(what: &str, out: &ExecOutput) -> Error {
 /// The shell function the stat scripts use: prints `key=value` lines for one path.
 const STAT_FN: &str = r#"kk_stat() {
   p=$1
-  if [ -e "$p" ] || [ -L "$p" ]; then
+  if [ -e "$p" ] || { [ -z "$KK_L" ] && [ -L "$p" ]; }; then
     echo exists=1
     stat $KK_L -c 'raw=%f %a %u %g %s %Y %X %Z %i %d %h
 owner=%U
@@ -255,19 +255,41 @@ group=%G' -- "$p" || echo stat_failed=1
 
 /// Builds the script that stats several paths, one record each.
 fn stat_script(paths: &[&str], opts: StatOptions) -> String {
+    let items: Vec<(&str, bool)> = paths.iter().map(|p| (*p, opts.follow)).collect();
+    stat_script_mixed(&items, opts)
+}
+
+/// A stat script where each path says whether its final link is followed (`opts.follow`
+/// is ignored). Modules may append lines of their own `key=value` output after it; the
+/// parser ignores keys it does not know.
+pub fn stat_script_mixed(items: &[(&str, bool)], opts: StatOptions) -> String {
     let mut s = String::new();
-    s.push_str(&format!("KK_L={}\n", if opts.follow { "-L" } else { "" }));
     s.push_str(&format!("KK_SUM={}\n", opts.checksum.map(|c| c.command()).unwrap_or("")));
     s.push_str(&format!("KK_CONTENT={}\n", if opts.content { "1" } else { "" }));
     s.push_str(STAT_FN);
-    for p in paths {
-        s.push_str(&format!("echo '==kk-record=='\nkk_stat {}\n", qpath(p)));
+    for (p, follow) in items {
+        s.push_str(&format!(
+            "KK_L={}\necho '==kk-record=='\nkk_stat {}\n",
+            if *follow { "-L" } else { "" },
+            qpath(p)
+        ));
     }
     s
 }
 
-/// Parses the output of [`stat_script`] into one [`RemoteStat`] per path.
-fn parse_stats(paths: &[&str], stdout: &[u8]) -> Result<Vec<RemoteStat>> {
+/// A stat script for the path held in a shell variable of the surrounding script
+/// (`var` without `$`), one record; for reporting the state after acting.
+pub fn stat_var_script(var: &str, follow: bool) -> String {
+    format!(
+        "KK_SUM=\nKK_CONTENT=\n{}KK_L={}\necho '==kk-record=='\nkk_stat \"${}\"\n",
+        STAT_FN,
+        if follow { "-L" } else { "" },
+        var
+    )
+}
+
+/// Parses the output of a stat script into one [`RemoteStat`] per path.
+pub fn parse_stats(paths: &[&str], stdout: &[u8]) -> Result<Vec<RemoteStat>> {
     let text = String::from_utf8_lossy(stdout);
     let mut records: Vec<RemoteStat> = Vec::new();
     let mut in_content = false;
@@ -623,9 +645,7 @@ pub async fn write_file(ctx: &ModuleContext, path: &str, data: Vec<u8>, opts: &W
         );
     }
     s.push_str("mv -f -- \"$tmp\" \"$d\" || exit 77\ntrap - EXIT\n");
-    s.push_str("KK_L=-L\nKK_SUM=\nKK_CONTENT=\n");
-    s.push_str(STAT_FN);
-    s.push_str("echo '==kk-record=='\nkk_stat \"$d\"\n");
+    s.push_str(&stat_var_script("d", true));
     let out = ctx.exec(s, Some(data)).await?;
     if out.rc != 0 {
         let what = match out.rc {
@@ -645,9 +665,7 @@ pub async fn write_file(ctx: &ModuleContext, path: &str, data: Vec<u8>, opts: &W
 pub async fn set_attrs(ctx: &ModuleContext, path: &str, attrs: &Attrs, recurse: bool) -> Result<RemoteStat> {
     let mut s = format!("p={}\n", qpath(path));
     s.push_str(&attrs.script("p", recurse));
-    s.push_str("KK_L=-L\nKK_SUM=\nKK_CONTENT=\n");
-    s.push_str(STAT_FN);
-    s.push_str("echo '==kk-record=='\nkk_stat \"$p\"\n");
+    s.push_str(&stat_var_script("p", true));
     let out = ctx.exec(s, None).await?;
     if out.rc != 0 {
         return Err(remote_error(&format!("cannot set attributes of {}", path), &out));
