@@ -28,6 +28,7 @@ pub mod pause;
 pub mod remote;
 pub mod set_fact;
 pub mod setup;
+pub mod stat;
 pub mod template;
 
 /// A map of variables or results.
@@ -246,6 +247,7 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "copy" => &copy::Copy,
         "template" => &template::Template,
         "file" => &file::File,
+        "stat" => &stat::Stat,
         "shell" => &command::Shell,
         "raw" => &command::Raw,
         "debug" => &debug::Debug,
