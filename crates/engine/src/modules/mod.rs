@@ -23,6 +23,7 @@ pub mod command;
 pub mod copy;
 pub mod debug;
 pub mod fail;
+pub mod lineinfile;
 pub mod file;
 pub mod pause;
 pub mod remote;
@@ -248,6 +249,7 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "template" => &template::Template,
         "file" => &file::File,
         "stat" => &stat::Stat,
+        "lineinfile" => &lineinfile::LineInFile,
         "shell" => &command::Shell,
         "raw" => &command::Raw,
         "debug" => &debug::Debug,
