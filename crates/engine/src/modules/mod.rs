@@ -19,6 +19,7 @@ use crate::template::Templar;
 
 pub mod args;
 pub mod assert;
+pub mod blockinfile;
 pub mod command;
 pub mod copy;
 pub mod debug;
@@ -250,6 +251,7 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "file" => &file::File,
         "stat" => &stat::Stat,
         "lineinfile" => &lineinfile::LineInFile,
+        "blockinfile" => &blockinfile::BlockInFile,
         "shell" => &command::Shell,
         "raw" => &command::Raw,
         "debug" => &debug::Debug,
