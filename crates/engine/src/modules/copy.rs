@@ -191,6 +191,7 @@ pub(crate) async fn put_file(ctx: &ModuleContext, spec: PutSpec) -> Result<Modul
         follow: true,
         checksum: Some(Checksum::Sha256),
         content: ctx.diff,
+        max_content: None,
     };
     let (target, tst, make_parents) = if spec.dest.ends_with('/') {
         let name = spec.src_name.clone().ok_or_else(|| {
@@ -337,6 +338,7 @@ async fn copy_dir(ctx: &ModuleContext, local: &Path, trailing: bool, spec: &PutS
         follow: true,
         checksum: Some(Checksum::Sha256),
         content: ctx.diff,
+        max_content: None,
     };
     let sts = remote::stat_paths(ctx, &paths, opts).await?;
     if sts[0].exists && sts[0].kind != FileKind::Dir {
@@ -421,6 +423,7 @@ async fn remote_copy(ctx: &ModuleContext, src: &str, dest: &str, spec: &PutSpec)
         follow: true,
         checksum: Some(Checksum::Sha256),
         content: ctx.diff,
+        max_content: None,
     };
     let sts = remote::stat_paths(ctx, &[src, dest, &inner], opts).await?;
     let (sst, dst, ist) = (&sts[0], &sts[1], &sts[2]);

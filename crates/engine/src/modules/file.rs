@@ -203,7 +203,7 @@ impl Module for File {
         if let Some(s) = &src_abs {
             items.push((s, true));
         }
-        let mut script = stat_script_mixed(&items, StatOptions { follow: false, checksum: None, content: false });
+        let mut script = stat_script_mixed(&items, StatOptions { follow: false, checksum: None, content: false, max_content: None });
         if a.recurse && explicit == Some(State::Directory) {
             script.push_str(&recurse_probe(&path, &attrs));
         }

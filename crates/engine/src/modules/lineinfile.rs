@@ -312,7 +312,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 /// Reads a file for editing (stat + content, one round trip); directories and unreadable
 /// files are errors.
 pub(crate) async fn read_for_edit(ctx: &ModuleContext, path: &str) -> Result<RemoteStat> {
-    let st = remote::stat_paths(ctx, &[path], StatOptions { follow: true, checksum: None, content: true })
+    let st = remote::stat_paths(ctx, &[path], StatOptions { follow: true, checksum: None, content: true, max_content: None })
         .await?
         .remove(0);
     if st.exists && st.kind == FileKind::Dir {

@@ -24,10 +24,12 @@ pub mod command;
 pub mod copy;
 pub mod debug;
 pub mod fail;
+pub mod fetch;
 pub mod lineinfile;
 pub mod file;
 pub mod pause;
 pub mod remote;
+pub mod script;
 pub mod set_fact;
 pub mod setup;
 pub mod stat;
@@ -252,6 +254,8 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "stat" => &stat::Stat,
         "lineinfile" => &lineinfile::LineInFile,
         "blockinfile" => &blockinfile::BlockInFile,
+        "fetch" => &fetch::Fetch,
+        "script" => &script::Script,
         "shell" => &command::Shell,
         "raw" => &command::Raw,
         "debug" => &debug::Debug,

@@ -165,6 +165,8 @@ pub struct StatOptions {
     pub checksum: Option<Checksum>,
     /// Content of regular files (for diffs and text edits).
     pub content: bool,
+    /// Send content only for files up to this size (bigger ones need a separate read).
+    pub max_content: Option<u64>,
 }
 
 /// sha256 of bytes, hex, as `sha256sum` prints it.
@@ -242,7 +244,7 @@ group=%G' -- "$p" || echo stat_failed=1
     if [ -n "$KK_SUM" ] && [ -f "$p" ] && [ -r "$p" ]; then
       s=$($KK_SUM < "$p") && echo "checksum=${s%% *}"
     fi
-    if [ -n "$KK_CONTENT" ] && [ -f "$p" ] && [ -r "$p" ]; then
+    if [ -n "$KK_CONTENT" ] && [ -f "$p" ] && [ -r "$p" ] && { [ -z "$KK_MAX" ] || [ "$(stat -L -c %s -- "$p")" -le "$KK_MAX" ]; }; then
       echo content_begin
       base64 < "$p"
       echo content_end
@@ -266,6 +268,7 @@ pub fn stat_script_mixed(items: &[(&str, bool)], opts: StatOptions) -> String {
     let mut s = String::new();
     s.push_str(&format!("KK_SUM={}\n", opts.checksum.map(|c| c.command()).unwrap_or("")));
     s.push_str(&format!("KK_CONTENT={}\n", if opts.content { "1" } else { "" }));
+    s.push_str(&format!("KK_MAX={}\n", opts.max_content.map(|m| m.to_string()).unwrap_or_default()));
     s.push_str(STAT_FN);
     for (p, follow) in items {
         s.push_str(&format!(
@@ -281,7 +284,7 @@ pub fn stat_script_mixed(items: &[(&str, bool)], opts: StatOptions) -> String {
 /// (`var` without `$`), one record; for reporting the state after acting.
 pub fn stat_var_script(var: &str, follow: bool) -> String {
     format!(
-        "KK_SUM=\nKK_CONTENT=\n{}KK_L={}\necho '==kk-record=='\nkk_stat \"${}\"\n",
+        "KK_SUM=\nKK_CONTENT=\nKK_MAX=\n{}KK_L={}\necho '==kk-record=='\nkk_stat \"${}\"\n",
         STAT_FN,
         if follow { "-L" } else { "" },
         var
@@ -393,6 +396,7 @@ pub async fn stat_path(ctx: &ModuleContext, path: &str, with_checksum: bool, wit
         follow: true,
         checksum: with_checksum.then_some(Checksum::Sha256),
         content: with_content,
+        max_content: None,
     };
     let mut v = stat_paths(ctx, &[path], opts).await?;
     Ok(v.remove(0))

@@ -69,6 +69,7 @@ impl Module for Stat {
             follow: a.follow,
             checksum: a.get_checksum.then_some(checksum),
             content: false,
+            max_content: None,
         };
         let st = remote::stat_paths(ctx, &[&path], opts).await?.remove(0);
         Ok(ModuleResult::ok().with("stat", stat_dict(&path, &st)))
