@@ -368,6 +368,11 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("{mark}"));
         let e = BlockInFile
+            .run(&c, args(json!({"path": fs, "blok": "x"})))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("blok"));
+        let e = BlockInFile
             .run(&c, args(json!({"path": "/nonexistent/kk", "block": "x"})))
             .await
             .unwrap_err();

@@ -273,11 +273,15 @@ fn finish(
     res.data
         .insert("checksum".into(), sha1_hex(&spec.data).into());
     res.data.insert("md5sum".into(), md5_hex(&spec.data).into());
-    add_stat_keys(res, fin);
+    // In check mode a file to be created does not exist yet: report what it would be.
     if fin.exists {
-        res.data.insert("size".into(), fin.size.into());
+        add_stat_keys(res, fin);
     } else {
+        res.data.insert("state".into(), "file".into());
         res.data.insert("size".into(), spec.data.len().into());
+        if let Some(m) = &spec.attrs.mode {
+            res.data.insert("mode".into(), m.clone().into());
+        }
     }
     if let Some(b) = backup {
         res.data.insert("backup_file".into(), b.into());

@@ -273,6 +273,27 @@ mod tests {
                 .changed
         );
         assert!(dir.path().join("flat/remote.txt").exists());
+        // A big file comes in a second read.
+        let big = dir.path().join("big.bin");
+        let data: Vec<u8> = (0..(INLINE_LIMIT as usize + 4096))
+            .map(|i| (i % 251) as u8)
+            .collect();
+        std::fs::write(&big, &data).unwrap();
+        let out = format!("{}/bigout", dir.path().display());
+        let r = Fetch
+            .run(
+                &c,
+                args(json!({"src": big.to_str().unwrap(), "dest": out, "flat": true})),
+            )
+            .await
+            .unwrap();
+        assert!(r.changed);
+        assert_eq!(std::fs::read(dir.path().join("bigout")).unwrap(), data);
+        let e = Fetch
+            .run(&c, args(json!({"src": "a", "dest": "b", "flatt": true})))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("flatt"));
         // missing
         let e = Fetch
             .run(&c, args(json!({"src": "/nonexistent/kk", "dest": "x"})))

@@ -748,6 +748,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn recursive_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path(), json!({}));
+        if c.exec("id -u", None).await.unwrap().stdout_text() != "0" {
+            return; // changing owners needs root
+        }
+        let top = dir.path().join("r");
+        std::fs::create_dir_all(top.join("a/b")).unwrap();
+        std::fs::write(top.join("a/b/f"), "").unwrap();
+        let a = json!({"path": top.to_str().unwrap(), "state": "directory", "owner": "nobody", "recurse": true});
+        let r = File.run(&c, args(a.clone())).await.unwrap();
+        assert!(r.changed);
+        assert_eq!(r.data["owner"], json!("nobody"));
+        let out = c
+            .exec(format!("stat -c %U {}/a/b/f", top.display()), None)
+            .await
+            .unwrap();
+        assert_eq!(out.stdout_text(), "nobody");
+        assert!(!File.run(&c, args(a)).await.unwrap().changed);
+        std::fs::write(top.join("a/new"), "").unwrap();
+        let a = json!({"path": top.to_str().unwrap(), "state": "directory", "owner": "nobody", "recurse": true});
+        assert!(
+            File.run(&c, args(a)).await.unwrap().changed,
+            "a new root-owned file below is found"
+        );
+    }
+
+    #[tokio::test]
     async fn links_and_errors() {
         let dir = tempfile::tempdir().unwrap();
         let c = ctx(dir.path(), json!({}));

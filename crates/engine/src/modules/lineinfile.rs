@@ -389,9 +389,14 @@ pub(crate) async fn finish_edit(ctx: &ModuleContext, f: EditFinish<'_>) -> Resul
         return Ok(res);
     }
     if content_changed {
+        // Like Ansible, an edit of a symlink writes the file it points to.
+        let target =
+            f.st.link_source
+                .clone()
+                .unwrap_or_else(|| f.path.to_string());
         let w = remote::write_file(
             ctx,
-            f.path,
+            &target,
             f.new,
             &WriteOptions {
                 attrs: f.attrs,
@@ -714,6 +719,22 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.message.contains("regular expression"));
+        // A symlink is edited through: the link stays, its target changes.
+        let l = dir.path().join("link");
+        std::os::unix::fs::symlink(&f, &l).unwrap();
+        let r = LineInFile
+            .run(
+                &c,
+                args(json!({"path": l.to_str().unwrap(), "line": "via=link"})),
+            )
+            .await
+            .unwrap();
+        assert!(r.changed);
+        assert!(std::fs::symlink_metadata(&l)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::read_to_string(&f).unwrap().ends_with("via=link\n"));
         let e = LineInFile
             .run(&c, args(json!({"path": fs, "lines": "x"})))
             .await

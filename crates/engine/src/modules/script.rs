@@ -228,6 +228,11 @@ mod tests {
         );
         c.check_mode = false;
         let e = Script
+            .run(&c, args(json!({"cmd": "hello.sh", "chdri": "/"})))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("chdri"));
+        let e = Script
             .run(&c, args(json!({"_raw_params": "missing.sh"})))
             .await
             .unwrap_err();
