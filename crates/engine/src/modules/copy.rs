@@ -83,7 +83,7 @@ pub struct Copy;
 impl Module for Copy {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: CopyArgs = parse_args("copy", raw, VALID)?;
-        let _ = (a.follow, a.local_follow, a.decrypt, a.unsafe_writes);
+        let _ = (a.local_follow, a.decrypt, a.unsafe_writes);
         let dest = a.dest.clone().filter(|d| !d.is_empty()).ok_or_else(|| {
             Error::new(ErrorKind::ModuleArgs, "copy: `dest` is required").at_opt(ctx.span.as_ref())
         })?;
@@ -105,6 +105,7 @@ impl Module for Copy {
             force: a.force,
             validate: a.validate.clone(),
             directory_mode: a.directory_mode.clone(),
+            follow: a.follow.unwrap_or(false),
         };
         match (&a.src, &a.content) {
             (Some(_), Some(_)) => Err(Error::new(
@@ -194,11 +195,18 @@ pub(crate) struct PutSpec {
     pub src_name: Option<String>,
     /// The source shown in the result's `src`.
     pub src_label: Option<String>,
+    /// Mode, owner, group wanted.
     pub attrs: Attrs,
+    /// Keep a timestamped copy of a replaced file.
     pub backup: bool,
+    /// Replace a file whose content differs (`force: no` only creates).
     pub force: bool,
+    /// A check command with `%s` run on the new file before it is put in place.
     pub validate: Option<String>,
+    /// Mode for directories created on the way.
     pub directory_mode: Option<String>,
+    /// A symlink at the destination is written through (else it is replaced by a file).
+    pub follow: bool,
 }
 
 fn join(dir: &str, name: &str) -> String {
@@ -249,6 +257,17 @@ pub(crate) async fn put_file(ctx: &ModuleContext, spec: PutSpec) -> Result<Modul
         } else {
             (spec.dest.clone(), sts.remove(0), false)
         }
+    };
+    // A symlink destination: written through with `follow`, else replaced by a file.
+    let (target, tst) = match (&tst.link_source, spec.follow) {
+        (Some(real), true) => (
+            real.clone(),
+            RemoteStat {
+                link_source: None,
+                ..tst
+            },
+        ),
+        _ => (target, tst),
     };
     let (changed, fin, backup, diff) = sync_one(ctx, &target, &tst, &spec, make_parents).await?;
     let mut res = ModuleResult::changed(changed);
@@ -308,7 +327,9 @@ async fn sync_one(
         return Ok((false, tst.clone(), None, None));
     }
     let sha = sha256_hex(&spec.data);
-    let content_changed = !tst.exists || tst.checksum.as_deref() != Some(sha.as_str());
+    let content_changed = !tst.exists
+        || tst.checksum.as_deref() != Some(sha.as_str())
+        || (tst.link_source.is_some() && !spec.follow);
     let attrs_changed = tst.exists && spec.attrs.differ(tst)?;
     let diff = (ctx.diff && content_changed)
         .then(|| file_diff(target, &tst.text(), &String::from_utf8_lossy(&spec.data)));
@@ -477,6 +498,7 @@ async fn copy_dir(
             force: spec.force,
             validate: spec.validate.clone(),
             directory_mode: spec.directory_mode.clone(),
+            follow: false,
         };
         let (c, _, _, diff) = sync_one(ctx, &targets[i], &sts[i + 1], &one, false).await?;
         changed |= c;
@@ -745,6 +767,49 @@ mod tests {
         assert!(r.changed);
         assert_eq!(std::fs::read_to_string(out.join("a")).unwrap(), "a");
         assert_eq!(mode_of(&out.join("sub")), 0o750);
+    }
+
+    #[tokio::test]
+    async fn symlink_destination() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::write(&real, "same").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let c = ctx(dir.path(), json!({}));
+        let l = link.to_str().unwrap();
+        // follow: written through, the link stays.
+        let r = Copy
+            .run(
+                &c,
+                args(json!({"content": "new", "dest": l, "follow": true})),
+            )
+            .await
+            .unwrap();
+        assert!(r.changed);
+        assert_eq!(r.data["dest"], json!(real.to_str().unwrap()));
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        // Without follow (Ansible's default) the link becomes a file, even with equal content.
+        let r = Copy
+            .run(&c, args(json!({"content": "new", "dest": l})))
+            .await
+            .unwrap();
+        assert!(r.changed);
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_file());
+        assert!(
+            !Copy
+                .run(&c, args(json!({"content": "new", "dest": l})))
+                .await
+                .unwrap()
+                .changed
+        );
     }
 
     #[tokio::test]

@@ -169,12 +169,19 @@ fn expand(caps: &Captures, template: &[u8]) -> Vec<u8> {
 
 /// What to do with the line, parsed and validated.
 pub(crate) struct LineEdit {
+    /// The line wanted (or, with state=absent, to remove).
     pub line: Option<Vec<u8>>,
+    /// Lines matching this are replaced (present) or removed (absent).
     pub regexp: Option<Regex>,
+    /// Like `regexp`, a plain substring.
     pub search_string: Option<Vec<u8>>,
+    /// `EOF`, `BOF` or a regex: where a new line goes.
     pub insertafter: Option<String>,
+    /// `BOF` or a regex: where a new line goes.
     pub insertbefore: Option<String>,
+    /// Expand `\1`-style groups of `regexp` in `line`; do nothing without a match.
     pub backrefs: bool,
+    /// Use the first match instead of the last.
     pub firstmatch: bool,
 }
 
@@ -354,12 +361,19 @@ pub(crate) async fn read_for_edit(ctx: &ModuleContext, path: &str) -> Result<Rem
 
 /// How to finish a text edit.
 pub(crate) struct EditFinish<'a> {
+    /// The file as the user named it.
     pub path: &'a str,
+    /// Its state and content before the edit.
     pub st: &'a RemoteStat,
+    /// The edited content.
     pub new: Vec<u8>,
+    /// Mode, owner, group wanted.
     pub attrs: Attrs,
+    /// Keep a timestamped copy of the old file.
     pub backup: bool,
+    /// A check command with `%s` run on the new file before it is put in place.
     pub validate: Option<String>,
+    /// Ansible's message for the edit ("line added", "" when nothing changed).
     pub msg: String,
 }
 

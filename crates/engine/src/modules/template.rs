@@ -72,7 +72,7 @@ pub struct Template;
 impl Module for Template {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: TemplateArgs = parse_args("template", raw, VALID)?;
-        let _ = (&a.output_encoding, a.follow, a.unsafe_writes);
+        let _ = (&a.output_encoding, a.unsafe_writes);
         let src = a.src.clone().ok_or_else(|| {
             Error::new(ErrorKind::ModuleArgs, "template: `src` is required")
                 .at_opt(ctx.span.as_ref())
@@ -139,9 +139,8 @@ impl Module for Template {
             PutSpec {
                 data: rendered.into_bytes(),
                 dest,
-                src_name: path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().trim_end_matches(".j2").to_string()),
+                // As Ansible: into a directory the file keeps the template's name (`.j2` too).
+                src_name: path.file_name().map(|n| n.to_string_lossy().into_owned()),
                 src_label: Some(path.display().to_string()),
                 attrs: Attrs {
                     mode: a.mode,
@@ -152,6 +151,7 @@ impl Module for Template {
                 force: a.force,
                 validate: a.validate,
                 directory_mode: None,
+                follow: a.follow.unwrap_or(false),
             },
         )
         .await
