@@ -262,6 +262,19 @@ impl Inventory {
 
     fn load_ansible(&mut self, root: &Node) -> Result<()> {
         for (name, node) in root.entries() {
+            if matches!(name.as_str(), "hosts" | "children" | "vars") {
+                return Err(Error::syntax(
+                    format!(
+                        "`{}:` at the top of an Ansible inventory must be inside a group",
+                        name
+                    ),
+                    &key_span(root, name, node),
+                )
+                .help(format!(
+                    "indent it under `all:`, i.e. `all: {{{}: ...}}`",
+                    name
+                )));
+            }
             if name == ALL {
                 self.ansible_group(ALL, node, 0)?;
             } else {
@@ -350,7 +363,7 @@ impl Inventory {
                 other => {
                     let mut e = Error::syntax(
                         format!("unexpected key `{}` in group `{}`: a group holds only `hosts`, `children` and `vars`", other, gname),
-                        &node.get(other).map(|n| n.span.clone()).unwrap_or(node.span.clone()),
+                        &key_span(node, other, value),
                     );
                     if let Some(s) = did_you_mean(other, ["hosts", "children", "vars"]) {
                         e = e.help(format!("did you mean `{}`?", s));
@@ -695,7 +708,7 @@ fn says_connection(vars: &VarMap) -> bool {
 fn check_keys(node: &Node, valid: &[&str], what: &str) -> Result<()> {
     for (k, v) in node.entries() {
         if !valid.contains(&k.as_str()) {
-            let key_span = node_key_span(v);
+            let key_span = key_span(node, k, v);
             let mut e = Error::syntax(format!("unknown key `{}` in {}", k, what), &key_span);
             e = match did_you_mean(k, valid.iter().copied()) {
                 Some(s) => e.help(format!(
@@ -711,8 +724,45 @@ fn check_keys(node: &Node, valid: &[&str], what: &str) -> Result<()> {
     Ok(())
 }
 
-/// The best position we have for a key: its value's (the key's own span is not kept).
-fn node_key_span(value: &Node) -> Span {
+/// Where a mapping key is written. The YAML tree keeps only values' positions, and a
+/// null value's position is wherever the parser noticed it (often the next line), so
+/// look for `key:` between the mapping's start and the value, nearest first; fall back
+/// to the value's position.
+fn key_span(map: &Node, key: &str, value: &Node) -> Span {
+    let file = &value.span.file;
+    let lines: Vec<&str> = file.text.lines().collect();
+    let first = map.span.line.max(1);
+    let last = value.span.line.max(first);
+    let candidates = [
+        format!("{}:", key),
+        format!("\"{}\":", key),
+        format!("'{}':", key),
+    ];
+    for ln in (first..=last).rev() {
+        let Some(line) = lines.get(ln - 1) else {
+            continue;
+        };
+        for cand in &candidates {
+            let mut from = 0;
+            while let Some(off) = line[from..].find(cand.as_str()) {
+                let at = from + off;
+                from = at + cand.len();
+                let before_ok = line[..at]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| c.is_whitespace() || c == '{' || c == ',');
+                let col = line[..at].chars().count() + 1;
+                let before_value = ln != value.span.line || col < value.span.col;
+                if before_ok && before_value {
+                    return Span {
+                        file: file.clone(),
+                        line: ln,
+                        col,
+                    };
+                }
+            }
+        }
+    }
     value.span.clone()
 }
 
@@ -766,7 +816,7 @@ fn ansible_entries<'a>(
                 (
                     k.clone(),
                     if v.is_null() { None } else { Some(v) },
-                    v.span.clone(),
+                    key_span(node, k, v),
                 )
             })
             .collect()),
@@ -1041,6 +1091,10 @@ mod tests {
         assert_eq!(inv.host_vars("web02.example.com")["http_port"], json!(8080));
         assert_eq!(inv.host_vars("web03.example.com")["tier"], json!("web"));
         assert_eq!(inv.host_vars("bastion").get("tier"), None);
+        let span = |h: &str| inv.host_span(h).map(|s| (s.line, s.col));
+        assert_eq!(span("bastion"), Some((6, 5)));
+        assert_eq!(span("db2"), Some((28, 13)));
+        assert_eq!(span("web02.example.com"), Some((8, 5)));
     }
 
     #[test]
@@ -1165,6 +1219,7 @@ mod tests {
         assert!(r.contains("bad_cycle.yaml:12:"), "{r}");
         let r = load_err("bad_cycle_ansible.yaml").render();
         assert!(r.contains("a -> b -> a"), "{r}");
+        assert!(r.contains("bad_cycle_ansible.yaml:7:13"), "{r}");
     }
 
     #[test]
@@ -1178,6 +1233,7 @@ mod tests {
         let r = load_err("bad_group_key.yaml").render();
         assert!(r.contains("unexpected key `host` in group `web`"), "{r}");
         assert!(r.contains("did you mean `hosts`?"), "{r}");
+        assert!(r.contains("bad_group_key.yaml:4:7"), "{r}");
         let r = load_err("bad_host_vars.yaml").render();
         assert!(
             r.contains("expected a mapping of variables for host `node1`, found a list"),
