@@ -840,6 +840,18 @@ fn ansible_entries<'a>(
 fn expand_host(raw: &str, span: &Span) -> Result<(Vec<String>, Option<u16>)> {
     let mut name = raw.trim().to_string();
     let mut port = None;
+    // `[ipv6]:port`
+    if let Some((addr, p)) = name.strip_prefix('[').and_then(|r| r.split_once("]:")) {
+        if addr.parse::<std::net::Ipv6Addr>().is_ok() {
+            port = Some(p.parse::<u16>().map_err(|_| {
+                Error::syntax(
+                    format!("host `{}`: port `{}` is not a valid port number", raw, p),
+                    span,
+                )
+            })?);
+            name = addr.to_string();
+        }
+    }
     // `host:port`, but not IPv6 addresses (more than one colon) nor ranges (`[1:3]`).
     if let Some((h, p)) = name.rsplit_once(':') {
         if !h.contains(':')
@@ -857,6 +869,11 @@ fn expand_host(raw: &str, span: &Span) -> Result<(Vec<String>, Option<u16>)> {
         }
     }
     check_host_name(&name, span)?;
+    // A bare IPv6 address (or `[addr]`) is one host, never a range.
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<std::net::Ipv6Addr>().is_ok() {
+        return Ok((vec![bare.to_string()], port));
+    }
     let names = expand_ranges(&name).map_err(|msg| {
         Error::syntax(format!("host range `{}`: {}", raw, msg), span)
             .help("ranges are written `web[01:10]`, `web[1:10:2]` (step) or `db-[a:f]`")
@@ -1286,5 +1303,11 @@ mod tests {
             ["a1", "a2", "b1", "b2"]
         );
         assert!(expand_ranges("n[1]").is_err());
+        let inv =
+            parse("all:\n  hosts:\n    '[fe80::1]:2222':\n    '::1':\n    'h:22': {}\n").unwrap();
+        assert_eq!(inv.host_names(), ["fe80::1", "::1", "h"]);
+        assert_eq!(inv.host_vars("fe80::1")["ansible_port"], json!(2222));
+        assert_eq!(inv.host_vars("h")["ansible_port"], json!(22));
+        assert!(parse("all:\n  hosts:\n    'h:99999':\n").is_err());
     }
 }
