@@ -186,11 +186,15 @@ impl Runner {
                     let name = a.get("host_name").and_then(Value::as_str).unwrap_or_default().to_string();
                     let groups: Vec<String> = a.get("groups").and_then(Value::as_array).map(|g| g.iter().map(value_text).collect()).unwrap_or_default();
                     let vars = a.get("host_vars").and_then(Value::as_object).cloned().unwrap_or_default();
-                    inv.add_host(&name, &groups, vars);
+                    if let Err(e) = inv.add_host(&name, &groups, vars) {
+                        self.warn(format!("add_host {}: {}", name, e.message));
+                    }
                     self.inv_vars.write().unwrap().remove(&name);
                 }
                 for g in &o.group_by {
-                    inv.add_to_group(&o.host, g);
+                    if let Err(e) = inv.add_to_group(&o.host, g) {
+                        self.warn(format!("group_by {}: {}", g, e.message));
+                    }
                     self.inv_vars.write().unwrap().remove(&o.host);
                 }
             }
