@@ -104,9 +104,9 @@ fn loops_register_and_conditions() {
     );
     let r = p.run_json(&[]);
     r.code(0);
-    assert_eq!(r.msg("shape", "h1"), json!("['a-0', '-', 'c-2'] true true"));
+    assert_eq!(r.msg("shape", "h1"), json!("['a-0', '-', 'c-2'] True True"));
     let ext = r.result("extended", "h1");
-    assert_eq!(ext["result"]["results"][1]["msg"], json!("2/2 true"));
+    assert_eq!(ext["result"]["results"][1]["msg"], json!("2/2 True"));
     assert_eq!(r.result("with_dict", "h1")["result"]["results"][0]["msg"], json!("k=v"));
 }
 
@@ -163,7 +163,7 @@ fn failed_host_leaves_play_and_exit_code_is_2() {
       fail: msg="h2 is bad"
       when: inventory_hostname == 'h2'
     - name: after
-      debug: msg=still here
+      debug: msg=still
 "#,
     );
     let r = p.run_json(&[]);
