@@ -105,8 +105,9 @@ impl Layers {
 /// Variables that are not stored in layers but computed per host and task.
 #[derive(Clone, Default, Debug)]
 pub struct Magic {
-    /// Fixed-value magic variables (`inventory_hostname`, `groups`, `play_hosts` …).
-    pub values: Arc<VarMap>,
+    /// Fixed-value magic variables (`inventory_hostname`, `groups`, `play_hosts` …),
+    /// in several shared maps (per play, per host, per loop item), first match wins.
+    pub values: Vec<Arc<VarMap>>,
     /// `hostvars`, resolving other hosts lazily.
     pub hostvars: Option<minijinja::Value>,
 }
@@ -154,8 +155,10 @@ impl VarView {
     }
 
     fn lookup(self: &Arc<Self>, key: &str) -> Option<minijinja::Value> {
-        if let Some(v) = self.magic.values.get(key) {
-            return Some(to_mj(v));
+        for m in &self.magic.values {
+            if let Some(v) = m.get(key) {
+                return Some(to_mj(v));
+            }
         }
         match key {
             "hostvars" => return self.magic.hostvars.clone(),
@@ -215,8 +218,13 @@ impl Object for VarView {
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        let mut keys: Vec<minijinja::Value> =
-            self.magic.values.keys().map(|k| minijinja::Value::from(k.as_str())).collect();
+        let mut keys: Vec<minijinja::Value> = self
+            .magic
+            .values
+            .iter()
+            .flat_map(|m| m.keys())
+            .map(|k| minijinja::Value::from(k.as_str()))
+            .collect();
         keys.extend(self.layers.keys().into_iter().map(minijinja::Value::from));
         Enumerator::Values(keys)
     }
