@@ -19,12 +19,22 @@ use crate::template::Templar;
 
 pub mod args;
 pub mod assert;
+pub mod blockinfile;
 pub mod command;
+pub mod copy;
 pub mod debug;
 pub mod fail;
+pub mod fetch;
+pub mod file;
+pub mod include_vars;
+pub mod lineinfile;
 pub mod pause;
+pub mod remote;
+pub mod script;
 pub mod set_fact;
 pub mod setup;
+pub mod stat;
+pub mod template;
 
 /// A map of variables or results.
 pub type VarMap = Map<String, Value>;
@@ -247,6 +257,15 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "fail" => &fail::Fail,
         "pause" => &pause::Pause,
         "setup" | "gather_facts" => &setup::Setup,
+        "copy" => &copy::Copy,
+        "template" => &template::Template,
+        "file" => &file::File,
+        "stat" => &stat::Stat,
+        "lineinfile" => &lineinfile::LineInFile,
+        "blockinfile" => &blockinfile::BlockInFile,
+        "fetch" => &fetch::Fetch,
+        "script" => &script::Script,
+        "include_vars" => &include_vars::IncludeVars,
         _ => return None,
     })
 }
@@ -254,4 +273,5 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
 /// Every module name `lookup` knows, for "did you mean" hints and docs.
 pub const NAMES: &[&str] = &[
     "command", "shell", "raw", "debug", "set_fact", "assert", "fail", "pause", "setup", "gather_facts",
+    "copy", "template", "file", "stat", "lineinfile", "blockinfile", "fetch", "script", "include_vars",
 ];

@@ -1,0 +1,213 @@
+//! `fetch`: copies a file from the host to the controller. One round trip returns the
+//! file's sha1 and, for files up to 1 MiB, its content; bigger files that differ from the
+//! local copy are read in a second one.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::remote::{self, base_name, md5_hex, qpath, sha1_hex, Checksum, FileKind, StatOptions};
+use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Files up to this size come back with the stat.
+const INLINE_LIMIT: u64 = 1 << 20;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FetchArgs {
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    src: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    dest: Option<String>,
+    #[serde(default, deserialize_with = "args::bool_like")]
+    flat: bool,
+    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    fail_on_missing: bool,
+    #[serde(default = "yes", alias = "validate_md5", deserialize_with = "args::bool_like")]
+    validate_checksum: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+const VALID: &[&str] = &["src", "dest", "flat", "fail_on_missing", "validate_checksum"];
+
+/// Fetches a host file to the controller.
+pub struct Fetch;
+
+/// Where a fetched file goes: `<dest>/<host>/<src>` unless `flat`; `flat` with a
+/// trailing `/` puts the file in that directory. Relative `dest` is taken from `base`.
+fn local_dest(dest: &str, src: &str, host: &str, flat: bool, base: Option<&Path>) -> PathBuf {
+    let raw = if flat {
+        if dest.ends_with('/') {
+            format!("{}{}", dest, base_name(src))
+        } else {
+            dest.to_string()
+        }
+    } else {
+        format!("{}/{}/{}", dest.trim_end_matches('/'), host, src.trim_start_matches('/'))
+    };
+    let p = PathBuf::from(raw);
+    let p = match base {
+        Some(b) if p.is_relative() => b.join(p),
+        _ => p,
+    };
+    normalize(&p)
+}
+
+/// Removes `.` and `..` components without touching the filesystem (`os.path.normpath`).
+fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[async_trait]
+impl Module for Fetch {
+    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+        let a: FetchArgs = parse_args("fetch", raw, VALID)?;
+        let (src, dest) = match (&a.src, &a.dest) {
+            (Some(s), Some(d)) if !s.is_empty() && !d.is_empty() => (s.clone(), d.clone()),
+            _ => {
+                return Err(Error::new(ErrorKind::ModuleArgs, "fetch: `src` and `dest` are required")
+                    .at_opt(ctx.span.as_ref()))
+            }
+        };
+        let opts = StatOptions {
+            follow: true,
+            checksum: Some(Checksum::Sha1),
+            content: true,
+            max_content: Some(INLINE_LIMIT),
+        };
+        let st = remote::stat_paths(ctx, &[&src], opts).await?.remove(0);
+        let target = local_dest(&dest, &src, &ctx.host, a.flat, ctx.search_dirs.last().map(PathBuf::as_path));
+        let target_s = target.display().to_string();
+        if !st.exists {
+            let msg = "the remote file does not exist, not transferring, ignored";
+            if a.fail_on_missing {
+                return Err(Error::new(ErrorKind::Runtime, format!("fetch: {} does not exist on the host", src))
+                    .help("set `fail_on_missing: false` to carry on without it")
+                    .at_opt(ctx.span.as_ref()));
+            }
+            return Ok(ModuleResult::ok().msg(msg).with("file", src));
+        }
+        if st.kind == FileKind::Dir {
+            return Err(Error::new(ErrorKind::Runtime, format!("fetch: {} is a directory, fetch cannot work on directories", src))
+                .at_opt(ctx.span.as_ref()));
+        }
+        let remote_sum = st.checksum.clone().ok_or_else(|| {
+            Error::new(ErrorKind::Runtime, format!("fetch: cannot read {} on the host", src))
+                .help("is it readable by the connecting user? use `become: true` for files only root can read")
+        })?;
+        let local_sum = std::fs::read(&target).ok().map(|d| sha1_hex(&d));
+        let mut res = ModuleResult::default()
+            .with("dest", target_s.clone())
+            .with("remote_checksum", remote_sum.clone())
+            .with("checksum", remote_sum.clone())
+            .with("file", src.clone());
+        if local_sum.as_deref() == Some(remote_sum.as_str()) {
+            return Ok(res);
+        }
+        res.changed = true;
+        if ctx.check_mode {
+            return Ok(res);
+        }
+        let data = match st.content {
+            Some(d) => d,
+            None => {
+                let out = ctx.exec(format!("cat -- {}", qpath(&src)), None).await?;
+                if out.rc != 0 {
+                    return Err(remote::remote_error(&format!("fetch: cannot read {}", src), &out));
+                }
+                out.stdout
+            }
+        };
+        let got = sha1_hex(&data);
+        if a.validate_checksum && got != remote_sum {
+            return Err(Error::new(
+                ErrorKind::Runtime,
+                format!("fetch: checksum mismatch for {}: the host said {}, received {}", src, remote_sum, got),
+            )
+            .help("the file changed while it was read; run again, or set `validate_checksum: false`"));
+        }
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::new(ErrorKind::Io, format!("fetch: cannot create {}: {}", dir.display(), e)))?;
+        }
+        // Write beside the target and rename, so readers never see half a file.
+        let tmp = target.with_file_name(format!(
+            ".{}.kk_tmp",
+            target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        ));
+        std::fs::write(&tmp, &data)
+            .and_then(|_| std::fs::rename(&tmp, &target))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                Error::new(ErrorKind::Io, format!("fetch: cannot write {}: {}", target_s, e))
+            })?;
+        res.data.insert("checksum".into(), got.into());
+        res.data.insert("md5sum".into(), md5_hex(&data).into());
+        Ok(res)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::remote::testutil::{args, ctx};
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn destinations() {
+        let b = Path::new("/play");
+        assert_eq!(local_dest("out", "/etc/hosts", "n1", false, Some(b)), PathBuf::from("/play/out/n1/etc/hosts"));
+        assert_eq!(local_dest("/o/", "/etc/hosts", "n1", true, Some(b)), PathBuf::from("/o/hosts"));
+        assert_eq!(local_dest("/o/h.txt", "/etc/hosts", "n1", true, None), PathBuf::from("/o/h.txt"));
+    }
+
+    #[tokio::test]
+    async fn fetches_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("remote.txt");
+        std::fs::write(&src, "payload").unwrap();
+        let mut c = ctx(dir.path(), json!({}));
+        let a = json!({"src": src.to_str().unwrap(), "dest": "fetched"});
+        c.check_mode = true;
+        assert!(Fetch.run(&c, args(a.clone())).await.unwrap().changed);
+        assert!(!dir.path().join("fetched").exists());
+        c.check_mode = false;
+        let r = Fetch.run(&c, args(a.clone())).await.unwrap();
+        assert!(r.changed);
+        let want = dir.path().join("fetched/testhost").join(src.strip_prefix("/").unwrap());
+        assert_eq!(std::fs::read_to_string(&want).unwrap(), "payload");
+        assert_eq!(r.data["dest"], json!(want.to_str().unwrap()));
+        assert_eq!(r.data["checksum"], json!(sha1_hex(b"payload")));
+        assert!(!Fetch.run(&c, args(a)).await.unwrap().changed);
+        // flat into a directory
+        let flat = format!("{}/flat/", dir.path().display());
+        assert!(Fetch.run(&c, args(json!({"src": src.to_str().unwrap(), "dest": flat, "flat": true}))).await.unwrap().changed);
+        assert!(dir.path().join("flat/remote.txt").exists());
+        // missing
+        let e = Fetch.run(&c, args(json!({"src": "/nonexistent/kk", "dest": "x"}))).await.unwrap_err();
+        assert!(e.message.contains("does not exist"));
+        let r = Fetch
+            .run(&c, args(json!({"src": "/nonexistent/kk", "dest": "x", "fail_on_missing": false})))
+            .await
+            .unwrap();
+        assert!(!r.changed);
+    }
+}

@@ -1,0 +1,163 @@
+//! `script`: runs a controller script on the host in one round trip. The script's bytes go
+//! over stdin into a temp file there, which runs with its arguments (through its `#!`
+//! interpreter, so a `noexec` /tmp does not matter) and is removed afterwards.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::command::split_words;
+use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use crate::connect::shell_quote;
+use crate::error::{Error, ErrorKind, Result};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptArgs {
+    #[serde(default, alias = "cmd", deserialize_with = "args::opt_string_like")]
+    _raw_params: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    creates: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    removes: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    chdir: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    executable: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_bool_like")]
+    decrypt: Option<bool>,
+}
+
+const VALID: &[&str] = &["cmd", "creates", "removes", "chdir", "executable", "decrypt"];
+
+/// Splits `path args…` into the path (unquoted) and the rest as shell text, unchanged.
+fn split_command(raw: &str) -> Option<(String, String)> {
+    let t = raw.trim_start();
+    let first = split_words(t).into_iter().next()?;
+    let end = match t.chars().next()? {
+        q @ ('"' | '\'') => t[1..].find(q).map(|i| i + 2).unwrap_or(t.len()),
+        _ => t.find(char::is_whitespace).unwrap_or(t.len()),
+    };
+    Some((first, t[end..].trim().to_string()))
+}
+
+/// The interpreter named by a `#!` line, as shell words.
+fn shebang(data: &[u8]) -> Option<String> {
+    let first = data.strip_prefix(b"#!")?;
+    let end = first.iter().position(|b| *b == b'\n').unwrap_or(first.len());
+    let line = String::from_utf8_lossy(&first[..end]).trim().to_string();
+    if line.is_empty() {
+        return None;
+    }
+    Some(line.split_whitespace().map(shell_quote).collect::<Vec<_>>().join(" "))
+}
+
+/// Runs a local script on the host.
+pub struct Script;
+
+#[async_trait]
+impl Module for Script {
+    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+        let a: ScriptArgs = parse_args("script", raw, VALID)?;
+        let _ = a.decrypt;
+        let (path, rest) = a
+            ._raw_params
+            .as_deref()
+            .and_then(split_command)
+            .ok_or_else(|| {
+                Error::new(ErrorKind::ModuleArgs, "script: no script given")
+                    .help("write `script: path/to/script.sh arg1 arg2` or use `cmd:`")
+                    .at_opt(ctx.span.as_ref())
+            })?;
+        let local = ctx.find_file("files", &path)?;
+        let data = std::fs::read(&local).map_err(|e| {
+            Error::new(ErrorKind::Io, format!("script: cannot read {}: {}", local.display(), e)).at_opt(ctx.span.as_ref())
+        })?;
+        let mut guard = String::new();
+        if let Some(p) = &a.creates {
+            guard.push_str(&format!("if [ -e {} ]; then echo __KK_SKIP_CREATES__; exit 0; fi\n", shell_quote(p)));
+        }
+        if let Some(p) = &a.removes {
+            guard.push_str(&format!("if [ ! -e {} ]; then echo __KK_SKIP_REMOVES__; exit 0; fi\n", shell_quote(p)));
+        }
+        if ctx.check_mode {
+            if guard.is_empty() {
+                return Ok(ModuleResult {
+                    skipped: true,
+                    msg: Some("skipped in check mode: a script cannot say what it would change".into()),
+                    ..Default::default()
+                });
+            }
+            let out = ctx.exec(format!("{}echo __KK_WOULD_RUN__", guard), None).await?;
+            let would = String::from_utf8_lossy(&out.stdout).contains("__KK_WOULD_RUN__");
+            return Ok(ModuleResult::changed(would).msg(if would { "script would run" } else { "skipped, since the guard holds" }));
+        }
+        let interp = match &a.executable {
+            Some(e) => e.clone(),
+            None => shebang(&data).unwrap_or_else(|| "/bin/sh".into()),
+        };
+        let mut s = guard;
+        s.push_str("kk_tmp=$(mktemp) || exit 1\ntrap 'rm -f \"$kk_tmp\"' EXIT\ncat > \"$kk_tmp\" || exit 1\nchmod 700 \"$kk_tmp\"\n");
+        if let Some(dir) = &a.chdir {
+            s.push_str(&format!("cd {} || exit 1\n", shell_quote(dir)));
+        }
+        s.push_str(&format!("{} \"$kk_tmp\" {} < /dev/null\n", interp, rest));
+        let out = ctx.exec(s, Some(data)).await?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if text.trim_end() == "__KK_SKIP_CREATES__" || text.trim_end() == "__KK_SKIP_REMOVES__" {
+            let msg = if text.contains("CREATES") {
+                format!("skipped, since {} exists", a.creates.clone().unwrap_or_default())
+            } else {
+                format!("skipped, since {} does not exist", a.removes.clone().unwrap_or_default())
+            };
+            return Ok(ModuleResult::changed(false).msg(msg).with("rc", 0).with("stdout", "").with("stderr", ""));
+        }
+        let mut res = ModuleResult::changed(true).with_output(&out);
+        if out.rc != 0 {
+            res.failed = true;
+            res.msg = Some("non-zero return code".into());
+        }
+        Ok(res)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::remote::testutil::{args, ctx};
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn splitting() {
+        assert_eq!(split_command("run.sh a \"b c\""), Some(("run.sh".into(), "a \"b c\"".into())));
+        assert_eq!(split_command("'my script.sh' x"), Some(("my script.sh".into(), "x".into())));
+        assert_eq!(shebang(b"#!/usr/bin/env bash\necho"), Some("/usr/bin/env bash".into()));
+        assert_eq!(shebang(b"echo"), None);
+    }
+
+    #[tokio::test]
+    async fn runs_with_args_and_guards() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("files")).unwrap();
+        std::fs::write(dir.path().join("files/hello.sh"), "#!/bin/sh\necho \"hi $1 $2\"\necho err >&2\nexit ${3:-0}\n")
+            .unwrap();
+        let mut c = ctx(dir.path(), json!({}));
+        let r = Script.run(&c, args(json!({"_raw_params": "hello.sh one 'two three'"}))).await.unwrap();
+        assert!(r.changed && !r.failed);
+        assert_eq!(r.data["stdout"], json!("hi one two three"));
+        assert_eq!(r.data["stderr"], json!("err"));
+        let r = Script.run(&c, args(json!({"_raw_params": "hello.sh a b 3"}))).await.unwrap();
+        assert!(r.failed);
+        assert_eq!(r.data["rc"], json!(3));
+        let marker = dir.path().join("files");
+        let r = Script
+            .run(&c, args(json!({"_raw_params": "hello.sh", "creates": marker.to_str().unwrap()})))
+            .await
+            .unwrap();
+        assert!(!r.changed);
+        c.check_mode = true;
+        assert!(Script.run(&c, args(json!({"cmd": "hello.sh"}))).await.unwrap().skipped);
+        c.check_mode = false;
+        let e = Script.run(&c, args(json!({"_raw_params": "missing.sh"}))).await.unwrap_err();
+        assert!(e.message.contains("missing.sh"));
+    }
+}
