@@ -435,3 +435,44 @@ fn no_log_hides_output() {
     assert!(!r.stdout.contains("s3cret"), "{}", r.describe());
     assert_eq!(r.msg("still usable", "h1"), json!(6));
 }
+
+#[test]
+fn file_modules_are_idempotent_with_check_and_diff() {
+    let p = project(
+        r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: dir
+      file: path="{{ out }}" state=directory mode=0755
+    - name: copy
+      copy: {content: "n={{ n }}\n", dest: "{{ out }}/c.txt", mode: "0640"}
+    - name: template
+      template: {src: t.j2, dest: "{{ out }}/t.txt"}
+    - name: stat
+      stat: path="{{ out }}/c.txt"
+      register: st
+    - name: mode
+      debug: msg="{{ st.stat.mode }} {{ st.stat.size }}"
+"#,
+    );
+    p.file("templates/t.j2", "{% for i in range(n) %}\nline {{ i }}\n{% endfor %}\nhost {{ inventory_hostname }}\n");
+    let r = p.run_json(&[]);
+    r.code(0);
+    assert_eq!(p.read("out/h2/c.txt"), "n=2\n");
+    assert_eq!(p.read("out/h2/t.txt"), "line 0\nline 1\nhost h2\n");
+    assert_eq!(r.msg("mode", "h1"), json!("0640 4"));
+    assert_eq!(r.recap("h1")["changed"], 3);
+    let again = p.run_json(&[]);
+    again.code(0);
+    for h in ["h1", "h2", "h3"] {
+        assert_eq!(again.recap(h)["changed"], 0, "{}", again.describe());
+    }
+    p.file("templates/t.j2", "changed {{ n }}\n");
+    let check = p.run_json(&["--check", "--diff"]);
+    check.code(0);
+    assert_eq!(check.status("template", "h1"), "changed");
+    assert_eq!(p.read("out/h1/t.txt"), "line 0\nhost h1\n", "check mode must not write");
+    let diff = &check.result("template", "h1")["result"]["diff"][0];
+    assert_eq!(diff["after"], "changed 1\n");
+}
