@@ -230,10 +230,13 @@ impl Object for VarView {
     }
 }
 
+/// Builds the view of a host by name; `None` for unknown hosts.
+pub type HostResolver = Box<dyn Fn(&str) -> Option<Arc<VarView>> + Send + Sync>;
+
 /// `hostvars`: every host's view, built on first access.
 pub struct HostVars {
-    /// Builds the view of a host by name; `None` for unknown hosts.
-    pub resolve: Box<dyn Fn(&str) -> Option<Arc<VarView>> + Send + Sync>,
+    /// Builds the view of a host by name.
+    pub resolve: HostResolver,
     /// Host names, in inventory order, for iteration.
     pub names: Vec<String>,
     cache: Mutex<HashMap<String, minijinja::Value>>,
@@ -241,7 +244,7 @@ pub struct HostVars {
 
 impl HostVars {
     /// A lazily resolving `hostvars` object.
-    pub fn new(names: Vec<String>, resolve: Box<dyn Fn(&str) -> Option<Arc<VarView>> + Send + Sync>) -> HostVars {
+    pub fn new(names: Vec<String>, resolve: HostResolver) -> HostVars {
         HostVars {
             resolve,
             names,
