@@ -14,7 +14,13 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BlockArgs {
-    #[serde(default, alias = "dest", alias = "destfile", alias = "name", deserialize_with = "args::opt_string_like")]
+    #[serde(
+        default,
+        alias = "dest",
+        alias = "destfile",
+        alias = "name",
+        deserialize_with = "args::opt_string_like"
+    )]
     path: Option<String>,
     #[serde(default, alias = "content", deserialize_with = "args::opt_string_like")]
     block: Option<String>,
@@ -98,7 +104,9 @@ fn edit_block(original: Option<&[u8]>, e: &BlockEdit) -> Result<(Vec<u8>, &'stat
         (None, Some(b)) if b != "BOF" => Some(b.as_str()),
         _ => None,
     };
-    let insertre = insert_pattern.map(|p| compile("insertafter/insertbefore", p)).transpose()?;
+    let insertre = insert_pattern
+        .map(|p| compile("insertafter/insertbefore", p))
+        .transpose()?;
     let marker0 = format!("{}\n", e.marker.replace("{mark}", &e.begin)).into_bytes();
     let marker1 = format!("{}\n", e.marker.replace("{mark}", &e.end)).into_bytes();
     let mut blocklines: Vec<Vec<u8>> = Vec::new();
@@ -183,15 +191,17 @@ impl Module for BlockInFile {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: BlockArgs = parse_args("blockinfile", raw, VALID)?;
         let _ = a.unsafe_writes;
-        let path = a
-            .path
-            .clone()
-            .filter(|p| !p.is_empty())
-            .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "blockinfile: `path` is required").at_opt(ctx.span.as_ref()))?;
+        let path = a.path.clone().filter(|p| !p.is_empty()).ok_or_else(|| {
+            Error::new(ErrorKind::ModuleArgs, "blockinfile: `path` is required")
+                .at_opt(ctx.span.as_ref())
+        })?;
         let state = a.state.as_deref().unwrap_or("present");
         if state != "present" && state != "absent" {
-            return Err(Error::new(ErrorKind::ModuleArgs, format!("blockinfile: unknown state {:?}", state))
-                .help("state must be `present` or `absent`"));
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                format!("blockinfile: unknown state {:?}", state),
+            )
+            .help("state must be `present` or `absent`"));
         }
         if a.insertafter.is_some() && a.insertbefore.is_some() {
             return Err(Error::new(
@@ -202,7 +212,10 @@ impl Module for BlockInFile {
         if let Some(v) = &a.validate {
             check_validate(v)?;
         }
-        let marker = a.marker.clone().unwrap_or_else(|| "# {mark} ANSIBLE MANAGED BLOCK".to_string());
+        let marker = a
+            .marker
+            .clone()
+            .unwrap_or_else(|| "# {mark} ANSIBLE MANAGED BLOCK".to_string());
         if !marker.contains("{mark}") {
             return Err(Error::new(ErrorKind::ModuleArgs, format!("blockinfile: marker {:?} has no {{mark}}", marker))
                 .help("the marker must contain {mark}, replaced by marker_begin/marker_end to tell the two lines apart"));
@@ -224,12 +237,19 @@ impl Module for BlockInFile {
                 return Ok(ModuleResult::ok().msg("file not present"));
             }
             if !a.create {
-                return Err(Error::new(ErrorKind::Runtime, format!("Path {} does not exist !", path))
-                    .help("set `create: true` to create the file")
-                    .at_opt(ctx.span.as_ref()));
+                return Err(Error::new(
+                    ErrorKind::Runtime,
+                    format!("Path {} does not exist !", path),
+                )
+                .help("set `create: true` to create the file")
+                .at_opt(ctx.span.as_ref()));
             }
         }
-        let original = if st.exists { Some(st.content.as_deref().unwrap_or_default()) } else { None };
+        let original = if st.exists {
+            Some(st.content.as_deref().unwrap_or_default())
+        } else {
+            None
+        };
         let (new, msg) = edit_block(original, &edit)?;
         finish_edit(
             ctx,
@@ -237,7 +257,11 @@ impl Module for BlockInFile {
                 path: &path,
                 st: &st,
                 new,
-                attrs: Attrs { mode: a.mode, owner: a.owner, group: a.group },
+                attrs: Attrs {
+                    mode: a.mode,
+                    owner: a.owner,
+                    group: a.group,
+                },
                 backup: a.backup,
                 validate: a.validate,
                 msg: msg.to_string(),
@@ -274,7 +298,10 @@ mod tests {
 
     #[test]
     fn block_rules() {
-        assert_eq!(run("a", &e("x\ny")), ("a\n# BEGIN KK\nx\ny\n# END KK\n".into(), "Block inserted"));
+        assert_eq!(
+            run("a", &e("x\ny")),
+            ("a\n# BEGIN KK\nx\ny\n# END KK\n".into(), "Block inserted")
+        );
         let once = run("a\n", &e("x")).0;
         assert_eq!(run(&once, &e("x")), (once.clone(), ""));
         assert_eq!(run(&once, &e("z")).0, "a\n# BEGIN KK\nz\n# END KK\n");
@@ -306,8 +333,13 @@ mod tests {
         let a = json!({"path": fs, "block": "10.0.0.1 n1\n10.0.0.2 n2", "marker": "# {mark} KUBEKEY HOSTS"});
         let r = BlockInFile.run(&c, args(a.clone())).await.unwrap();
         assert!(r.changed);
-        assert_eq!(std::fs::read_to_string(&f).unwrap(), "127.0.0.1 localhost\n");
-        assert!(r.diffs[0].after.contains("# BEGIN KUBEKEY HOSTS\n10.0.0.1 n1\n"));
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            "127.0.0.1 localhost\n"
+        );
+        assert!(r.diffs[0]
+            .after
+            .contains("# BEGIN KUBEKEY HOSTS\n10.0.0.1 n1\n"));
         c.check_mode = false;
         assert!(BlockInFile.run(&c, args(a.clone())).await.unwrap().changed);
         assert_eq!(
@@ -316,14 +348,34 @@ mod tests {
         );
         assert!(!BlockInFile.run(&c, args(a)).await.unwrap().changed);
         let r = BlockInFile
-            .run(&c, args(json!({"path": fs, "state": "absent", "marker": "# {mark} KUBEKEY HOSTS"})))
+            .run(
+                &c,
+                args(json!({"path": fs, "state": "absent", "marker": "# {mark} KUBEKEY HOSTS"})),
+            )
             .await
             .unwrap();
         assert!(r.changed);
-        assert_eq!(std::fs::read_to_string(&f).unwrap(), "127.0.0.1 localhost\n");
-        let e = BlockInFile.run(&c, args(json!({"path": fs, "block": "x", "marker": "# no mark"}))).await.unwrap_err();
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            "127.0.0.1 localhost\n"
+        );
+        let e = BlockInFile
+            .run(
+                &c,
+                args(json!({"path": fs, "block": "x", "marker": "# no mark"})),
+            )
+            .await
+            .unwrap_err();
         assert!(e.message.contains("{mark}"));
-        let e = BlockInFile.run(&c, args(json!({"path": "/nonexistent/kk", "block": "x"}))).await.unwrap_err();
+        let e = BlockInFile
+            .run(&c, args(json!({"path": fs, "blok": "x"})))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("blok"));
+        let e = BlockInFile
+            .run(&c, args(json!({"path": "/nonexistent/kk", "block": "x"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("does not exist"));
     }
 }

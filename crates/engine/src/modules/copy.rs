@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::remote::{
-    self, add_stat_keys, base_name, file_diff, md5_hex, qpath, sha1_hex, sha256_hex, Attrs, Checksum, FileKind,
-    RemoteStat, StatOptions, WriteOptions,
+    self, add_stat_keys, base_name, file_diff, md5_hex, qpath, sha1_hex, sha256_hex, Attrs,
+    Checksum, FileKind, RemoteStat, StatOptions, WriteOptions,
 };
 use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
@@ -84,11 +84,9 @@ impl Module for Copy {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: CopyArgs = parse_args("copy", raw, VALID)?;
         let _ = (a.follow, a.local_follow, a.decrypt, a.unsafe_writes);
-        let dest = a
-            .dest
-            .clone()
-            .filter(|d| !d.is_empty())
-            .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "copy: `dest` is required").at_opt(ctx.span.as_ref()))?;
+        let dest = a.dest.clone().filter(|d| !d.is_empty()).ok_or_else(|| {
+            Error::new(ErrorKind::ModuleArgs, "copy: `dest` is required").at_opt(ctx.span.as_ref())
+        })?;
         if let Some(v) = &a.validate {
             check_validate(v)?;
         }
@@ -109,9 +107,15 @@ impl Module for Copy {
             directory_mode: a.directory_mode.clone(),
         };
         match (&a.src, &a.content) {
-            (Some(_), Some(_)) => Err(Error::new(ErrorKind::ModuleArgs, "copy: `src` and `content` are mutually exclusive")
-                .help("give the file to copy as `src`, or the text to write as `content`, not both")),
-            (None, None) => Err(Error::new(ErrorKind::ModuleArgs, "copy: one of `src` or `content` is required")),
+            (Some(_), Some(_)) => Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "copy: `src` and `content` are mutually exclusive",
+            )
+            .help("give the file to copy as `src`, or the text to write as `content`, not both")),
+            (None, None) => Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "copy: one of `src` or `content` is required",
+            )),
             (None, Some(content)) => {
                 let text = match content {
                     Value::String(s) => s.clone(),
@@ -122,16 +126,27 @@ impl Module for Copy {
                 verify_checksum(&a.checksum, &data)?;
                 put_file(ctx, spec(data, None, None)).await
             }
-            (Some(src), None) if a.remote_src => remote_copy(ctx, src, &dest, &spec(Vec::new(), None, None)).await,
+            (Some(src), None) if a.remote_src => {
+                remote_copy(ctx, src, &dest, &spec(Vec::new(), None, None)).await
+            }
             (Some(src), None) => {
                 let path = ctx.find_file("files", src)?;
                 if path.is_dir() {
                     let trailing = src.ends_with('/');
-                    return copy_dir(ctx, &path, trailing, &spec(Vec::new(), None, Some(src.clone()))).await;
+                    return copy_dir(
+                        ctx,
+                        &path,
+                        trailing,
+                        &spec(Vec::new(), None, Some(src.clone())),
+                    )
+                    .await;
                 }
                 let data = std::fs::read(&path).map_err(|e| {
-                    Error::new(ErrorKind::Io, format!("copy: cannot read {}: {}", path.display(), e))
-                        .at_opt(ctx.span.as_ref())
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("copy: cannot read {}: {}", path.display(), e),
+                    )
+                    .at_opt(ctx.span.as_ref())
                 })?;
                 verify_checksum(&a.checksum, &data)?;
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -144,8 +159,11 @@ impl Module for Copy {
 /// `validate` must name the file to check with `%s`, as Ansible insists.
 pub(crate) fn check_validate(v: &str) -> Result<()> {
     if !v.contains("%s") {
-        return Err(Error::new(ErrorKind::ModuleArgs, format!("validate must contain %s: {:?}", v))
-            .help("write the command with %s where the file to check goes, e.g. `visudo -cf %s`"));
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            format!("validate must contain %s: {:?}", v),
+        )
+        .help("write the command with %s where the file to check goes, e.g. `visudo -cf %s`"));
     }
     Ok(())
 }
@@ -156,7 +174,10 @@ fn verify_checksum(want: &Option<String>, data: &[u8]) -> Result<()> {
         if !w.eq_ignore_ascii_case(&got) {
             return Err(Error::new(
                 ErrorKind::Runtime,
-                format!("copy: the source's sha1 checksum is {}, but `checksum` says {}", got, w),
+                format!(
+                    "copy: the source's sha1 checksum is {}, but `checksum` says {}",
+                    got, w
+                ),
             ));
         }
     }
@@ -195,8 +216,11 @@ pub(crate) async fn put_file(ctx: &ModuleContext, spec: PutSpec) -> Result<Modul
     };
     let (target, tst, make_parents) = if spec.dest.ends_with('/') {
         let name = spec.src_name.clone().ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, format!("can not use content with a dir as dest ({})", spec.dest))
-                .help("name the file to write in `dest`")
+            Error::new(
+                ErrorKind::ModuleArgs,
+                format!("can not use content with a dir as dest ({})", spec.dest),
+            )
+            .help("name the file to write in `dest`")
         })?;
         let target = join(&spec.dest, &name);
         let st = remote::stat_paths(ctx, &[&target], opts).await?.remove(0);
@@ -214,7 +238,10 @@ pub(crate) async fn put_file(ctx: &ModuleContext, spec: PutSpec) -> Result<Modul
                 None => {
                     return Err(Error::new(
                         ErrorKind::ModuleArgs,
-                        format!("can not use content with a dir as dest ({} is a directory)", spec.dest),
+                        format!(
+                            "can not use content with a dir as dest ({} is a directory)",
+                            spec.dest
+                        ),
                     )
                     .help("name the file to write in `dest`"))
                 }
@@ -232,18 +259,29 @@ pub(crate) async fn put_file(ctx: &ModuleContext, spec: PutSpec) -> Result<Modul
     Ok(res)
 }
 
-fn finish(res: &mut ModuleResult, target: &str, spec: &PutSpec, fin: &RemoteStat, backup: Option<String>) {
+fn finish(
+    res: &mut ModuleResult,
+    target: &str,
+    spec: &PutSpec,
+    fin: &RemoteStat,
+    backup: Option<String>,
+) {
     res.data.insert("dest".into(), target.into());
     if let Some(s) = &spec.src_label {
         res.data.insert("src".into(), s.clone().into());
     }
-    res.data.insert("checksum".into(), sha1_hex(&spec.data).into());
+    res.data
+        .insert("checksum".into(), sha1_hex(&spec.data).into());
     res.data.insert("md5sum".into(), md5_hex(&spec.data).into());
-    add_stat_keys(res, fin);
+    // In check mode a file to be created does not exist yet: report what it would be.
     if fin.exists {
-        res.data.insert("size".into(), fin.size.into());
+        add_stat_keys(res, fin);
     } else {
+        res.data.insert("state".into(), "file".into());
         res.data.insert("size".into(), spec.data.len().into());
+        if let Some(m) = &spec.attrs.mode {
+            res.data.insert("mode".into(), m.clone().into());
+        }
     }
     if let Some(b) = backup {
         res.data.insert("backup_file".into(), b.into());
@@ -260,8 +298,11 @@ async fn sync_one(
     make_parents: bool,
 ) -> Result<(bool, RemoteStat, Option<String>, Option<super::FileDiff>)> {
     if tst.kind == FileKind::Dir {
-        return Err(Error::new(ErrorKind::Runtime, format!("cannot write {}: it is a directory", target))
-            .at_opt(ctx.span.as_ref()));
+        return Err(Error::new(
+            ErrorKind::Runtime,
+            format!("cannot write {}: it is a directory", target),
+        )
+        .at_opt(ctx.span.as_ref()));
     }
     if tst.exists && !spec.force {
         return Ok((false, tst.clone(), None, None));
@@ -300,13 +341,22 @@ async fn sync_one(
 fn walk(root: &Path) -> Result<Vec<(String, bool, PathBuf)>> {
     fn rec(root: &Path, dir: &Path, out: &mut Vec<(String, bool, PathBuf)>) -> Result<()> {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot read directory {}: {}", dir.display(), e)))?
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot read directory {}: {}", dir.display(), e),
+                )
+            })?
             .filter_map(|e| e.ok())
             .map(|e| e.path())
             .collect();
         entries.sort();
         for p in entries {
-            let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().into_owned();
+            let rel = p
+                .strip_prefix(root)
+                .unwrap_or(&p)
+                .to_string_lossy()
+                .into_owned();
             if p.is_dir() {
                 out.push((rel, true, p.clone()));
                 rec(root, &p, out)?;
@@ -323,13 +373,28 @@ fn walk(root: &Path) -> Result<Vec<(String, bool, PathBuf)>> {
 
 /// Copies a controller directory: `src/` copies its contents into `dest`, `src` copies
 /// the directory itself into `dest`. One round trip stats the whole tree.
-async fn copy_dir(ctx: &ModuleContext, local: &Path, trailing: bool, spec: &PutSpec) -> Result<ModuleResult> {
+async fn copy_dir(
+    ctx: &ModuleContext,
+    local: &Path,
+    trailing: bool,
+    spec: &PutSpec,
+) -> Result<ModuleResult> {
     let root = if trailing {
         spec.dest.trim_end_matches('/').to_string()
     } else {
-        join(&spec.dest, &local.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+        join(
+            &spec.dest,
+            &local
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        )
     };
-    let root = if root.is_empty() { "/".to_string() } else { root };
+    let root = if root.is_empty() {
+        "/".to_string()
+    } else {
+        root
+    };
     let entries = walk(local)?;
     let targets: Vec<String> = entries.iter().map(|(rel, _, _)| join(&root, rel)).collect();
     let mut paths: Vec<&str> = vec![root.as_str()];
@@ -344,7 +409,10 @@ async fn copy_dir(ctx: &ModuleContext, local: &Path, trailing: bool, spec: &PutS
     if sts[0].exists && sts[0].kind != FileKind::Dir {
         return Err(Error::new(
             ErrorKind::Runtime,
-            format!("cannot copy a directory to {}: it exists and is not a directory", root),
+            format!(
+                "cannot copy a directory to {}: it exists and is not a directory",
+                root
+            ),
         ));
     }
     // Missing directories are made in one script, parents first (the walk is sorted).
@@ -360,7 +428,10 @@ async fn copy_dir(ctx: &ModuleContext, local: &Path, trailing: bool, spec: &PutS
             } else if st.kind != FileKind::Dir {
                 return Err(Error::new(
                     ErrorKind::Runtime,
-                    format!("cannot copy a directory to {}: it exists and is not a directory", targets[i]),
+                    format!(
+                        "cannot copy a directory to {}: it exists and is not a directory",
+                        targets[i]
+                    ),
                 ));
             }
         }
@@ -380,15 +451,22 @@ async fn copy_dir(ctx: &ModuleContext, local: &Path, trailing: bool, spec: &PutS
         }
         let out = ctx.exec(s, None).await?;
         if out.rc != 0 {
-            return Err(remote::remote_error(&format!("cannot create directories under {}", root), &out));
+            return Err(remote::remote_error(
+                &format!("cannot create directories under {}", root),
+                &out,
+            ));
         }
     }
     for (i, (_, is_dir, local_path)) in entries.iter().enumerate() {
         if *is_dir {
             continue;
         }
-        let data = std::fs::read(local_path)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("copy: cannot read {}: {}", local_path.display(), e)))?;
+        let data = std::fs::read(local_path).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("copy: cannot read {}: {}", local_path.display(), e),
+            )
+        })?;
         let one = PutSpec {
             data,
             dest: targets[i].clone(),
@@ -416,7 +494,12 @@ async fn copy_dir(ctx: &ModuleContext, local: &Path, trailing: bool, spec: &PutS
 }
 
 /// `remote_src: true`: copies a file or directory that is already on the host.
-async fn remote_copy(ctx: &ModuleContext, src: &str, dest: &str, spec: &PutSpec) -> Result<ModuleResult> {
+async fn remote_copy(
+    ctx: &ModuleContext,
+    src: &str,
+    dest: &str,
+    spec: &PutSpec,
+) -> Result<ModuleResult> {
     let name = base_name(src);
     let inner = join(dest, &name);
     let opts = StatOptions {
@@ -428,12 +511,19 @@ async fn remote_copy(ctx: &ModuleContext, src: &str, dest: &str, spec: &PutSpec)
     let sts = remote::stat_paths(ctx, &[src, dest, &inner], opts).await?;
     let (sst, dst, ist) = (&sts[0], &sts[1], &sts[2]);
     if !sst.exists {
-        return Err(Error::new(ErrorKind::Runtime, format!("copy: source {} not found on the host", src))
-            .at_opt(ctx.span.as_ref()));
+        return Err(Error::new(
+            ErrorKind::Runtime,
+            format!("copy: source {} not found on the host", src),
+        )
+        .at_opt(ctx.span.as_ref()));
     }
     if sst.kind == FileKind::Dir {
         // Whole trees are compared with `diff -r` and copied with `cp -R`.
-        let root = if src.ends_with('/') { dest.trim_end_matches('/').to_string() } else { inner.clone() };
+        let root = if src.ends_with('/') {
+            dest.trim_end_matches('/').to_string()
+        } else {
+            inner.clone()
+        };
         let s = format!(
             "s={}\nd={}\nif [ -d \"$d\" ] && diff -rq -- \"$s\" \"$d\" >/dev/null 2>&1; then echo same; exit 0; fi\n{}",
             qpath(src.trim_end_matches('/')),
@@ -446,10 +536,16 @@ async fn remote_copy(ctx: &ModuleContext, src: &str, dest: &str, spec: &PutSpec)
         );
         let out = ctx.exec(s, None).await?;
         if out.rc != 0 {
-            return Err(remote::remote_error(&format!("cannot copy {} to {}", src, root), &out));
+            return Err(remote::remote_error(
+                &format!("cannot copy {} to {}", src, root),
+                &out,
+            ));
         }
         let changed = out.stdout_text().trim() != "same";
-        return Ok(ModuleResult::changed(changed).with("dest", root).with("src", src).with("state", "directory"));
+        return Ok(ModuleResult::changed(changed)
+            .with("dest", root)
+            .with("src", src)
+            .with("state", "directory"));
     }
     let (target, tst, make_parents) = if dest.ends_with('/') {
         (inner.clone(), ist.clone(), true)
@@ -459,7 +555,10 @@ async fn remote_copy(ctx: &ModuleContext, src: &str, dest: &str, spec: &PutSpec)
         (dest.to_string(), dst.clone(), false)
     };
     if tst.kind == FileKind::Dir {
-        return Err(Error::new(ErrorKind::Runtime, format!("cannot write {}: it is a directory", target)));
+        return Err(Error::new(
+            ErrorKind::Runtime,
+            format!("cannot write {}: it is a directory", target),
+        ));
     }
     let content_changed = !tst.exists || tst.checksum != sst.checksum;
     let skip = tst.exists && !spec.force;
@@ -515,33 +614,63 @@ mod tests {
         let mut c = ctx(dir.path(), json!({}));
         c.check_mode = true;
         c.diff = true;
-        let r = Copy.run(&c, args(json!({"content": "hi\n", "dest": d, "mode": 420}))).await.unwrap();
+        let r = Copy
+            .run(&c, args(json!({"content": "hi\n", "dest": d, "mode": 420})))
+            .await
+            .unwrap();
         assert!(r.changed);
         assert!(!dest.exists(), "check mode must not write");
         assert_eq!(r.diffs.len(), 1);
         assert_eq!(r.diffs[0].before, "");
         assert_eq!(r.diffs[0].after, "hi\n");
         c.check_mode = false;
-        let r = Copy.run(&c, args(json!({"content": "hi\n", "dest": d, "mode": 420}))).await.unwrap();
+        let r = Copy
+            .run(&c, args(json!({"content": "hi\n", "dest": d, "mode": 420})))
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), "hi\n");
         assert_eq!(mode_of(&dest), 0o644);
         assert_eq!(r.data["checksum"], json!(sha1_hex(b"hi\n")));
         assert_eq!(r.data["mode"], json!("0644"));
         assert_eq!(r.data["size"], json!(3));
-        let r = Copy.run(&c, args(json!({"content": "hi\n", "dest": d, "mode": "0644"}))).await.unwrap();
+        let r = Copy
+            .run(
+                &c,
+                args(json!({"content": "hi\n", "dest": d, "mode": "0644"})),
+            )
+            .await
+            .unwrap();
         assert!(!r.changed);
         assert!(r.diffs.is_empty());
         // Only the mode differs: changed, content untouched.
-        let r = Copy.run(&c, args(json!({"content": "hi\n", "dest": d, "mode": "0600"}))).await.unwrap();
+        let r = Copy
+            .run(
+                &c,
+                args(json!({"content": "hi\n", "dest": d, "mode": "0600"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(mode_of(&dest), 0o600);
         // force: no leaves an existing file alone.
-        let r = Copy.run(&c, args(json!({"content": "other", "dest": d, "force": "no"}))).await.unwrap();
+        let r = Copy
+            .run(
+                &c,
+                args(json!({"content": "other", "dest": d, "force": "no"})),
+            )
+            .await
+            .unwrap();
         assert!(!r.changed);
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), "hi\n");
         // Diff of a change shows both sides.
-        let r = Copy.run(&c, args(json!({"content": "ho\n", "dest": d, "backup": true}))).await.unwrap();
+        let r = Copy
+            .run(
+                &c,
+                args(json!({"content": "ho\n", "dest": d, "backup": true})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(r.diffs[0].before, "hi\n");
         assert_eq!(r.diffs[0].after, "ho\n");
@@ -562,7 +691,10 @@ mod tests {
             .await
             .unwrap();
         assert!(r.changed);
-        assert_eq!(std::fs::read_to_string(out.join("app.conf")).unwrap(), "x=1\n");
+        assert_eq!(
+            std::fs::read_to_string(out.join("app.conf")).unwrap(),
+            "x=1\n"
+        );
         assert_eq!(mode_of(&out.join("app.conf")), 0o644);
         assert_eq!(r.data["owner"], json!(me));
         let r = Copy
@@ -572,7 +704,10 @@ mod tests {
         assert!(!r.changed);
         // Trailing slash: the directory is created.
         let nd = format!("{}/new/", out.display());
-        let r = Copy.run(&c, args(json!({"src": "app.conf", "dest": nd}))).await.unwrap();
+        let r = Copy
+            .run(&c, args(json!({"src": "app.conf", "dest": nd})))
+            .await
+            .unwrap();
         assert!(r.changed);
         assert!(out.join("new/app.conf").exists());
     }
@@ -586,12 +721,27 @@ mod tests {
         let out = dir.path().join("out");
         let o = out.to_str().unwrap();
         let c = ctx(dir.path(), json!({}));
-        let r = Copy.run(&c, args(json!({"src": "tree", "dest": o}))).await.unwrap();
+        let r = Copy
+            .run(&c, args(json!({"src": "tree", "dest": o})))
+            .await
+            .unwrap();
         assert!(r.changed);
-        assert_eq!(std::fs::read_to_string(out.join("tree/sub/b")).unwrap(), "b");
-        let r = Copy.run(&c, args(json!({"src": "tree", "dest": o}))).await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(out.join("tree/sub/b")).unwrap(),
+            "b"
+        );
+        let r = Copy
+            .run(&c, args(json!({"src": "tree", "dest": o})))
+            .await
+            .unwrap();
         assert!(!r.changed);
-        let r = Copy.run(&c, args(json!({"src": "tree/", "dest": o, "directory_mode": "0750"}))).await.unwrap();
+        let r = Copy
+            .run(
+                &c,
+                args(json!({"src": "tree/", "dest": o, "directory_mode": "0750"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(std::fs::read_to_string(out.join("a")).unwrap(), "a");
         assert_eq!(mode_of(&out.join("sub")), 0o750);
@@ -604,7 +754,8 @@ mod tests {
         std::fs::write(&s, "remote\n").unwrap();
         let d = dir.path().join("d.txt");
         let c = ctx(dir.path(), json!({}));
-        let a = json!({"src": s.to_str().unwrap(), "dest": d.to_str().unwrap(), "remote_src": true});
+        let a =
+            json!({"src": s.to_str().unwrap(), "dest": d.to_str().unwrap(), "remote_src": true});
         assert!(Copy.run(&c, args(a.clone())).await.unwrap().changed);
         assert_eq!(std::fs::read_to_string(&d).unwrap(), "remote\n");
         assert!(!Copy.run(&c, args(a)).await.unwrap().changed);
@@ -614,15 +765,36 @@ mod tests {
     async fn errors_name_the_problem() {
         let dir = tempfile::tempdir().unwrap();
         let c = ctx(dir.path(), json!({}));
-        let e = Copy.run(&c, args(json!({"content": "x", "dest": "/tmp/x", "bogus": 1}))).await.unwrap_err();
+        let e = Copy
+            .run(
+                &c,
+                args(json!({"content": "x", "dest": "/tmp/x", "bogus": 1})),
+            )
+            .await
+            .unwrap_err();
         assert!(e.message.contains("bogus"), "{e:?}");
         assert!(e.help.unwrap().contains("directory_mode"));
-        let e = Copy.run(&c, args(json!({"src": "nope.txt", "dest": "/tmp/x"}))).await.unwrap_err();
+        let e = Copy
+            .run(&c, args(json!({"src": "nope.txt", "dest": "/tmp/x"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("nope.txt"), "{e:?}");
-        let e = Copy.run(&c, args(json!({"content": "x"}))).await.unwrap_err();
+        let e = Copy
+            .run(&c, args(json!({"content": "x"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("dest"), "{e:?}");
         let missing = dir.path().join("no/such/dir/f");
-        let e = Copy.run(&c, args(json!({"content": "x", "dest": missing.to_str().unwrap()}))).await.unwrap_err();
-        assert!(e.notes.iter().any(|n| n.contains("does not exist")), "{e:?}");
+        let e = Copy
+            .run(
+                &c,
+                args(json!({"content": "x", "dest": missing.to_str().unwrap()})),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            e.notes.iter().any(|n| n.contains("does not exist")),
+            "{e:?}"
+        );
     }
 }

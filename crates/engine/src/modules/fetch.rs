@@ -25,7 +25,11 @@ struct FetchArgs {
     flat: bool,
     #[serde(default = "yes", deserialize_with = "args::bool_like")]
     fail_on_missing: bool,
-    #[serde(default = "yes", alias = "validate_md5", deserialize_with = "args::bool_like")]
+    #[serde(
+        default = "yes",
+        alias = "validate_md5",
+        deserialize_with = "args::bool_like"
+    )]
     validate_checksum: bool,
 }
 
@@ -33,7 +37,13 @@ fn yes() -> bool {
     true
 }
 
-const VALID: &[&str] = &["src", "dest", "flat", "fail_on_missing", "validate_checksum"];
+const VALID: &[&str] = &[
+    "src",
+    "dest",
+    "flat",
+    "fail_on_missing",
+    "validate_checksum",
+];
 
 /// Fetches a host file to the controller.
 pub struct Fetch;
@@ -48,7 +58,12 @@ fn local_dest(dest: &str, src: &str, host: &str, flat: bool, base: Option<&Path>
             dest.to_string()
         }
     } else {
-        format!("{}/{}/{}", dest.trim_end_matches('/'), host, src.trim_start_matches('/'))
+        format!(
+            "{}/{}/{}",
+            dest.trim_end_matches('/'),
+            host,
+            src.trim_start_matches('/')
+        )
     };
     let p = PathBuf::from(raw);
     let p = match base {
@@ -83,8 +98,11 @@ impl Module for Fetch {
         let (src, dest) = match (&a.src, &a.dest) {
             (Some(s), Some(d)) if !s.is_empty() && !d.is_empty() => (s.clone(), d.clone()),
             _ => {
-                return Err(Error::new(ErrorKind::ModuleArgs, "fetch: `src` and `dest` are required")
-                    .at_opt(ctx.span.as_ref()))
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    "fetch: `src` and `dest` are required",
+                )
+                .at_opt(ctx.span.as_ref()))
             }
         };
         let opts = StatOptions {
@@ -94,20 +112,35 @@ impl Module for Fetch {
             max_content: Some(INLINE_LIMIT),
         };
         let st = remote::stat_paths(ctx, &[&src], opts).await?.remove(0);
-        let target = local_dest(&dest, &src, &ctx.host, a.flat, ctx.search_dirs.last().map(PathBuf::as_path));
+        let target = local_dest(
+            &dest,
+            &src,
+            &ctx.host,
+            a.flat,
+            ctx.search_dirs.last().map(PathBuf::as_path),
+        );
         let target_s = target.display().to_string();
         if !st.exists {
             let msg = "the remote file does not exist, not transferring, ignored";
             if a.fail_on_missing {
-                return Err(Error::new(ErrorKind::Runtime, format!("fetch: {} does not exist on the host", src))
-                    .help("set `fail_on_missing: false` to carry on without it")
-                    .at_opt(ctx.span.as_ref()));
+                return Err(Error::new(
+                    ErrorKind::Runtime,
+                    format!("fetch: {} does not exist on the host", src),
+                )
+                .help("set `fail_on_missing: false` to carry on without it")
+                .at_opt(ctx.span.as_ref()));
             }
             return Ok(ModuleResult::ok().msg(msg).with("file", src));
         }
         if st.kind == FileKind::Dir {
-            return Err(Error::new(ErrorKind::Runtime, format!("fetch: {} is a directory, fetch cannot work on directories", src))
-                .at_opt(ctx.span.as_ref()));
+            return Err(Error::new(
+                ErrorKind::Runtime,
+                format!(
+                    "fetch: {} is a directory, fetch cannot work on directories",
+                    src
+                ),
+            )
+            .at_opt(ctx.span.as_ref()));
         }
         let remote_sum = st.checksum.clone().ok_or_else(|| {
             Error::new(ErrorKind::Runtime, format!("fetch: cannot read {} on the host", src))
@@ -131,7 +164,10 @@ impl Module for Fetch {
             None => {
                 let out = ctx.exec(format!("cat -- {}", qpath(&src)), None).await?;
                 if out.rc != 0 {
-                    return Err(remote::remote_error(&format!("fetch: cannot read {}", src), &out));
+                    return Err(remote::remote_error(
+                        &format!("fetch: cannot read {}", src),
+                        &out,
+                    ));
                 }
                 out.stdout
             }
@@ -140,24 +176,39 @@ impl Module for Fetch {
         if a.validate_checksum && got != remote_sum {
             return Err(Error::new(
                 ErrorKind::Runtime,
-                format!("fetch: checksum mismatch for {}: the host said {}, received {}", src, remote_sum, got),
+                format!(
+                    "fetch: checksum mismatch for {}: the host said {}, received {}",
+                    src, remote_sum, got
+                ),
             )
-            .help("the file changed while it was read; run again, or set `validate_checksum: false`"));
+            .help(
+                "the file changed while it was read; run again, or set `validate_checksum: false`",
+            ));
         }
         if let Some(dir) = target.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Error::new(ErrorKind::Io, format!("fetch: cannot create {}: {}", dir.display(), e)))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("fetch: cannot create {}: {}", dir.display(), e),
+                )
+            })?;
         }
         // Write beside the target and rename, so readers never see half a file.
         let tmp = target.with_file_name(format!(
             ".{}.kk_tmp",
-            target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            target
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
         ));
         std::fs::write(&tmp, &data)
             .and_then(|_| std::fs::rename(&tmp, &target))
             .map_err(|e| {
                 let _ = std::fs::remove_file(&tmp);
-                Error::new(ErrorKind::Io, format!("fetch: cannot write {}: {}", target_s, e))
+                Error::new(
+                    ErrorKind::Io,
+                    format!("fetch: cannot write {}: {}", target_s, e),
+                )
             })?;
         res.data.insert("checksum".into(), got.into());
         res.data.insert("md5sum".into(), md5_hex(&data).into());
@@ -174,9 +225,18 @@ mod tests {
     #[test]
     fn destinations() {
         let b = Path::new("/play");
-        assert_eq!(local_dest("out", "/etc/hosts", "n1", false, Some(b)), PathBuf::from("/play/out/n1/etc/hosts"));
-        assert_eq!(local_dest("/o/", "/etc/hosts", "n1", true, Some(b)), PathBuf::from("/o/hosts"));
-        assert_eq!(local_dest("/o/h.txt", "/etc/hosts", "n1", true, None), PathBuf::from("/o/h.txt"));
+        assert_eq!(
+            local_dest("out", "/etc/hosts", "n1", false, Some(b)),
+            PathBuf::from("/play/out/n1/etc/hosts")
+        );
+        assert_eq!(
+            local_dest("/o/", "/etc/hosts", "n1", true, Some(b)),
+            PathBuf::from("/o/hosts")
+        );
+        assert_eq!(
+            local_dest("/o/h.txt", "/etc/hosts", "n1", true, None),
+            PathBuf::from("/o/h.txt")
+        );
     }
 
     #[tokio::test]
@@ -192,20 +252,59 @@ mod tests {
         c.check_mode = false;
         let r = Fetch.run(&c, args(a.clone())).await.unwrap();
         assert!(r.changed);
-        let want = dir.path().join("fetched/testhost").join(src.strip_prefix("/").unwrap());
+        let want = dir
+            .path()
+            .join("fetched/testhost")
+            .join(src.strip_prefix("/").unwrap());
         assert_eq!(std::fs::read_to_string(&want).unwrap(), "payload");
         assert_eq!(r.data["dest"], json!(want.to_str().unwrap()));
         assert_eq!(r.data["checksum"], json!(sha1_hex(b"payload")));
         assert!(!Fetch.run(&c, args(a)).await.unwrap().changed);
         // flat into a directory
         let flat = format!("{}/flat/", dir.path().display());
-        assert!(Fetch.run(&c, args(json!({"src": src.to_str().unwrap(), "dest": flat, "flat": true}))).await.unwrap().changed);
+        assert!(
+            Fetch
+                .run(
+                    &c,
+                    args(json!({"src": src.to_str().unwrap(), "dest": flat, "flat": true}))
+                )
+                .await
+                .unwrap()
+                .changed
+        );
         assert!(dir.path().join("flat/remote.txt").exists());
+        // A big file comes in a second read.
+        let big = dir.path().join("big.bin");
+        let data: Vec<u8> = (0..(INLINE_LIMIT as usize + 4096))
+            .map(|i| (i % 251) as u8)
+            .collect();
+        std::fs::write(&big, &data).unwrap();
+        let out = format!("{}/bigout", dir.path().display());
+        let r = Fetch
+            .run(
+                &c,
+                args(json!({"src": big.to_str().unwrap(), "dest": out, "flat": true})),
+            )
+            .await
+            .unwrap();
+        assert!(r.changed);
+        assert_eq!(std::fs::read(dir.path().join("bigout")).unwrap(), data);
+        let e = Fetch
+            .run(&c, args(json!({"src": "a", "dest": "b", "flatt": true})))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("flatt"));
         // missing
-        let e = Fetch.run(&c, args(json!({"src": "/nonexistent/kk", "dest": "x"}))).await.unwrap_err();
+        let e = Fetch
+            .run(&c, args(json!({"src": "/nonexistent/kk", "dest": "x"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("does not exist"));
         let r = Fetch
-            .run(&c, args(json!({"src": "/nonexistent/kk", "dest": "x", "fail_on_missing": false})))
+            .run(
+                &c,
+                args(json!({"src": "/nonexistent/kk", "dest": "x", "fail_on_missing": false})),
+            )
             .await
             .unwrap();
         assert!(!r.changed);

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::remote::{
-    self, add_stat_keys, apply_mode, parent_dir, qpath, stat_script_mixed, stat_var_script, Attrs, FileKind, RemoteStat, StatOptions,
+    self, add_stat_keys, apply_mode, parent_dir, qpath, stat_script_mixed, stat_var_script, Attrs,
+    FileKind, RemoteStat, StatOptions,
 };
 use super::{args, parse_args, FileDiff, Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
@@ -17,7 +18,12 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileArgs {
-    #[serde(default, alias = "dest", alias = "name", deserialize_with = "args::opt_string_like")]
+    #[serde(
+        default,
+        alias = "dest",
+        alias = "name",
+        deserialize_with = "args::opt_string_like"
+    )]
     path: Option<String>,
     #[serde(default, deserialize_with = "args::opt_string_like")]
     state: Option<String>,
@@ -94,8 +100,11 @@ impl State {
             "touch" => State::Touch,
             "absent" => State::Absent,
             other => {
-                return Err(Error::new(ErrorKind::ModuleArgs, format!("file: unknown state {:?}", other))
-                    .help("state must be one of: file, directory, link, hard, touch, absent"))
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("file: unknown state {:?}", other),
+                )
+                .help("state must be one of: file, directory, link, hard, touch, absent"))
             }
         })
     }
@@ -120,7 +129,12 @@ enum Time {
     At(String),
 }
 
-fn parse_time(v: &Option<String>, format: &Option<String>, default: Time, what: &str) -> Result<Time> {
+fn parse_time(
+    v: &Option<String>,
+    format: &Option<String>,
+    default: Time,
+    what: &str,
+) -> Result<Time> {
     let Some(v) = v else { return Ok(default) };
     match v.as_str() {
         "preserve" => Ok(Time::Preserve),
@@ -128,15 +142,26 @@ fn parse_time(v: &Option<String>, format: &Option<String>, default: Time, what: 
         stamp => {
             let fmt = format.as_deref().unwrap_or("%Y%m%d%H%M.%S");
             if fmt != "%Y%m%d%H%M.%S" {
-                return Err(Error::new(ErrorKind::ModuleArgs, format!("file: {}_format {:?} is not supported", what, fmt))
-                    .help("use the default format %Y%m%d%H%M.%S, e.g. 202401311530.00"));
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("file: {}_format {:?} is not supported", what, fmt),
+                )
+                .help("use the default format %Y%m%d%H%M.%S, e.g. 202401311530.00"));
             }
             let ok = stamp.len() == 15
                 && stamp.as_bytes()[12] == b'.'
-                && stamp.chars().enumerate().all(|(i, c)| i == 12 || c.is_ascii_digit());
+                && stamp
+                    .chars()
+                    .enumerate()
+                    .all(|(i, c)| i == 12 || c.is_ascii_digit());
             if !ok {
-                return Err(Error::new(ErrorKind::ModuleArgs, format!("file: {} {:?} is not a time", what, stamp))
-                    .help("give `now`, `preserve` or a time as YYYYMMDDHHMM.SS, e.g. 202401311530.00"));
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("file: {} {:?} is not a time", what, stamp),
+                )
+                .help(
+                    "give `now`, `preserve` or a time as YYYYMMDDHHMM.SS, e.g. 202401311530.00",
+                ));
             }
             Ok(Time::At(stamp.to_string()))
         }
@@ -150,7 +175,10 @@ fn time_script(mtime: &Time, atime: &Time) -> String {
         match t {
             Time::Preserve => {}
             Time::Now => s.push_str(&format!("touch -c {} -- \"$p\" || exit 78\n", flag)),
-            Time::At(stamp) => s.push_str(&format!("touch -c {} -t {} -- \"$p\" || exit 78\n", flag, stamp)),
+            Time::At(stamp) => s.push_str(&format!(
+                "touch -c {} -t {} -- \"$p\" || exit 78\n",
+                flag, stamp
+            )),
         }
     }
     s
@@ -163,7 +191,11 @@ fn ancestors(path: &str) -> Vec<String> {
     let mut cur = String::new();
     for part in path.split('/').filter(|p| !p.is_empty()) {
         if cur.is_empty() {
-            cur = if abs { format!("/{}", part) } else { part.to_string() };
+            cur = if abs {
+                format!("/{}", part)
+            } else {
+                part.to_string()
+            };
         } else {
             cur = format!("{}/{}", cur, part);
         }
@@ -183,7 +215,11 @@ impl Module for File {
         let path = a.path.clone().filter(|p| !p.is_empty()).ok_or_else(|| {
             Error::new(ErrorKind::ModuleArgs, "file: `path` is required").at_opt(ctx.span.as_ref())
         })?;
-        let path = if path.len() > 1 { path.trim_end_matches('/').to_string() } else { path };
+        let path = if path.len() > 1 {
+            path.trim_end_matches('/').to_string()
+        } else {
+            path
+        };
         let attrs = Attrs {
             mode: a.mode.clone(),
             owner: a.owner.clone(),
@@ -203,7 +239,15 @@ impl Module for File {
         if let Some(s) = &src_abs {
             items.push((s, true));
         }
-        let mut script = stat_script_mixed(&items, StatOptions { follow: false, checksum: None, content: false, max_content: None });
+        let mut script = stat_script_mixed(
+            &items,
+            StatOptions {
+                follow: false,
+                checksum: None,
+                content: false,
+                max_content: None,
+            },
+        );
         if a.recurse && explicit == Some(State::Directory) {
             script.push_str(&recurse_probe(&path, &attrs));
         }
@@ -220,7 +264,9 @@ impl Module for File {
 
         let prev = if !lst.exists {
             State::Absent
-        } else if lst.kind == FileKind::Dir || (a.follow && lst.kind == FileKind::Link && fst.kind == FileKind::Dir) {
+        } else if lst.kind == FileKind::Dir
+            || (a.follow && lst.kind == FileKind::Link && fst.kind == FileKind::Dir)
+        {
             State::Directory
         } else if lst.kind == FileKind::Link && !(a.follow && fst.exists) {
             State::Link
@@ -239,13 +285,21 @@ impl Module for File {
         let mtime = parse_time(
             &a.modification_time,
             &a.modification_time_format,
-            if state == State::Touch { Time::Now } else { Time::Preserve },
+            if state == State::Touch {
+                Time::Now
+            } else {
+                Time::Preserve
+            },
             "modification_time",
         )?;
         let atime = parse_time(
             &a.access_time,
             &a.access_time_format,
-            if state == State::Touch { Time::Now } else { Time::Preserve },
+            if state == State::Touch {
+                Time::Now
+            } else {
+                Time::Preserve
+            },
             "access_time",
         )?;
         let times_given = mtime != Time::Preserve || atime != Time::Preserve;
@@ -273,9 +327,12 @@ impl Module for File {
                         .at_opt(ctx.span.as_ref()));
                 }
                 if fst.kind == FileKind::Dir {
-                    return Err(Error::new(ErrorKind::Runtime, format!("file ({}) is directory, cannot continue", path))
-                        .help("use `state: directory` for directories")
-                        .at_opt(ctx.span.as_ref()));
+                    return Err(Error::new(
+                        ErrorKind::Runtime,
+                        format!("file ({}) is directory, cannot continue", path),
+                    )
+                    .help("use `state: directory` for directories")
+                    .at_opt(ctx.span.as_ref()));
                 }
                 maybe = attrs.differ(fst)? || times_given;
                 act.push_str(&attrs.script("p", false));
@@ -297,7 +354,9 @@ impl Module for File {
                         act.push(' ');
                         act.push_str(&qpath(&anc));
                     }
-                    act.push_str("; do\n  if [ ! -d \"$d\" ]; then\n    mkdir -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || exit 70\n");
+                    act.push_str(
+                        "; do\n  if [ ! -d \"$d\" ]; then\n    mkdir -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || exit 70\n",
+                    );
                     act.push_str(&indent(&attrs.script("d", false), "    "));
                     act.push_str("  fi\ndone\n");
                 } else {
@@ -322,7 +381,9 @@ impl Module for File {
             State::Link | State::Hard => {
                 let src = match (&a.src, state, lst.kind) {
                     (Some(s), _, _) => s.clone(),
-                    (None, State::Link, FileKind::Link) => lst.link_target.clone().unwrap_or_default(),
+                    (None, State::Link, FileKind::Link) => {
+                        lst.link_target.clone().unwrap_or_default()
+                    }
                     (None, _, _) => {
                         return Err(Error::new(
                             ErrorKind::ModuleArgs,
@@ -335,13 +396,18 @@ impl Module for File {
                 let same = if state == State::Link {
                     lst.kind == FileKind::Link && lst.link_target.as_deref() == Some(src.as_str())
                 } else {
-                    let s = src_st.ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "file: `src` is required"))?;
+                    let s = src_st.ok_or_else(|| {
+                        Error::new(ErrorKind::ModuleArgs, "file: `src` is required")
+                    })?;
                     lst.exists && s.exists && lst.inode == s.inode && lst.dev == s.dev
                 };
                 if !src_exists && (state == State::Hard || !a.force) {
                     if state == State::Hard {
-                        return Err(Error::new(ErrorKind::Runtime, format!("src {} does not exist", src))
-                            .at_opt(ctx.span.as_ref()));
+                        return Err(Error::new(
+                            ErrorKind::Runtime,
+                            format!("src {} does not exist", src),
+                        )
+                        .at_opt(ctx.span.as_ref()));
                     }
                     if !same && !ctx.check_mode {
                         return Err(Error::new(
@@ -371,7 +437,10 @@ impl Module for File {
                         _ => {}
                     }
                     if state == State::Link {
-                        act.push_str(&format!("ln -sfn -- {} \"$p\" || exit 80\n", shell_quote(&src)));
+                        act.push_str(&format!(
+                            "ln -sfn -- {} \"$p\" || exit 80\n",
+                            shell_quote(&src)
+                        ));
                     } else {
                         act.push_str(&format!("ln -f -- {} \"$p\" || exit 80\n", qpath(&src)));
                     }
@@ -418,12 +487,14 @@ impl Module for File {
         s.push_str(&stat_var_script("p", follow_after));
         let out = ctx.exec(s, None).await?;
         if out.rc != 0 {
-            return Err(remote::remote_error(&format!("cannot bring {} to state {}", path, state.name()), &out));
+            return Err(remote::remote_error(
+                &format!("cannot bring {} to state {}", path, state.name()),
+                &out,
+            ));
         }
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let attr_changed = text.lines().any(|l| l == "attr_changed=1");
-        let rec_start = text.find("==kk-record==").unwrap_or(0);
-        let fin = remote::parse_stats(&[&path], text[rec_start..].as_bytes())?.remove(0);
+        let fin = remote::parse_stats(&[&path], &out.stdout)?.remove(0);
         res.changed = force_changed || attr_changed;
         res.data.insert("path".into(), path.clone().into());
         add_stat_keys(&mut res, &fin);
@@ -447,7 +518,16 @@ fn indent(s: &str, pad: &str) -> String {
 fn refuse(path: &str, what: &str, state: State) -> Error {
     Error::new(
         ErrorKind::Runtime,
-        format!("refusing to convert from {} to {} for {}", what, if state == State::Link { "symlink" } else { "hard link" }, path),
+        format!(
+            "refusing to convert from {} to {} for {}",
+            what,
+            if state == State::Link {
+                "symlink"
+            } else {
+                "hard link"
+            },
+            path
+        ),
     )
     .help("set `force: true` to replace it")
 }
@@ -487,7 +567,8 @@ fn link_attrs_differ(attrs: &Attrs, st: &RemoteStat, state: State) -> Result<boo
     if state == State::Hard {
         return attrs.differ(st);
     }
-    Ok(attrs.owner.as_deref().is_some_and(|o| !st.owner_is(o)) || attrs.group.as_deref().is_some_and(|g| !st.group_is(g)))
+    Ok(attrs.owner.as_deref().is_some_and(|o| !st.owner_is(o))
+        || attrs.group.as_deref().is_some_and(|g| !st.group_is(g)))
 }
 
 /// Script lines printing `recurse_change=1` when anything under `path` has another
@@ -518,7 +599,8 @@ fn recurse_probe(path: &str, attrs: &Attrs) -> String {
 /// A before/after of the path's state, for `--diff`.
 fn state_diff(path: &str, before: &str, after: &str) -> FileDiff {
     let show = |state: &str| {
-        serde_json::to_string_pretty(&json!({"path": path, "state": state})).unwrap_or_default() + "\n"
+        serde_json::to_string_pretty(&json!({"path": path, "state": state})).unwrap_or_default()
+            + "\n"
     };
     FileDiff {
         before_header: path.to_string(),
@@ -548,19 +630,43 @@ mod tests {
         let ds = d.to_str().unwrap();
         c.check_mode = true;
         c.diff = true;
-        let r = File.run(&c, args(json!({"path": ds, "state": "directory", "mode": "0750"}))).await.unwrap();
+        let r = File
+            .run(
+                &c,
+                args(json!({"path": ds, "state": "directory", "mode": "0750"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert!(r.diffs[0].before.contains("absent") && r.diffs[0].after.contains("directory"));
         assert!(!d.exists());
         c.check_mode = false;
-        let r = File.run(&c, args(json!({"path": ds, "state": "directory", "mode": "0750"}))).await.unwrap();
+        let r = File
+            .run(
+                &c,
+                args(json!({"path": ds, "state": "directory", "mode": "0750"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(mode_of(&d), 0o750);
         assert_eq!(mode_of(&dir.path().join("x")), 0o750);
         assert_eq!(r.data["mode"], json!("0750"));
-        let r = File.run(&c, args(json!({"path": ds, "state": "directory", "mode": "0750"}))).await.unwrap();
+        let r = File
+            .run(
+                &c,
+                args(json!({"path": ds, "state": "directory", "mode": "0750"})),
+            )
+            .await
+            .unwrap();
         assert!(!r.changed);
-        let r = File.run(&c, args(json!({"path": ds, "state": "directory", "mode": "u=rwx,g=rx,o=rx"}))).await.unwrap();
+        let r = File
+            .run(
+                &c,
+                args(json!({"path": ds, "state": "directory", "mode": "u=rwx,g=rx,o=rx"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(mode_of(&d), 0o755);
         // Recursive mode: detects files below with another mode.
@@ -581,9 +687,19 @@ mod tests {
         // touch: always changed; preserve/preserve on an existing file is not.
         let t = dir.path().join("t");
         let ts = t.to_str().unwrap();
-        assert!(File.run(&c, args(json!({"path": ts, "state": "touch", "mode": 384}))).await.unwrap().changed);
+        assert!(
+            File.run(&c, args(json!({"path": ts, "state": "touch", "mode": 384})))
+                .await
+                .unwrap()
+                .changed
+        );
         assert_eq!(mode_of(&t), 0o600);
-        assert!(File.run(&c, args(json!({"path": ts, "state": "touch"}))).await.unwrap().changed);
+        assert!(
+            File.run(&c, args(json!({"path": ts, "state": "touch"})))
+                .await
+                .unwrap()
+                .changed
+        );
         let r = File
             .run(
                 &c,
@@ -593,19 +709,70 @@ mod tests {
             .unwrap();
         assert!(!r.changed);
         let r = File
-            .run(&c, args(json!({"path": ts, "state": "file", "modification_time": "202001020304.05"})))
+            .run(
+                &c,
+                args(json!({"path": ts, "state": "file", "modification_time": "202001020304.05"})),
+            )
             .await
             .unwrap();
         assert!(r.changed);
         let r = File
-            .run(&c, args(json!({"path": ts, "state": "file", "modification_time": "202001020304.05"})))
+            .run(
+                &c,
+                args(json!({"path": ts, "state": "file", "modification_time": "202001020304.05"})),
+            )
             .await
             .unwrap();
         assert!(!r.changed, "same time again changes nothing");
         // absent
-        assert!(File.run(&c, args(json!({"path": top.to_str().unwrap(), "state": "absent"}))).await.unwrap().changed);
+        assert!(
+            File.run(
+                &c,
+                args(json!({"path": top.to_str().unwrap(), "state": "absent"}))
+            )
+            .await
+            .unwrap()
+            .changed
+        );
         assert!(!top.exists());
-        assert!(!File.run(&c, args(json!({"path": top.to_str().unwrap(), "state": "absent"}))).await.unwrap().changed);
+        assert!(
+            !File
+                .run(
+                    &c,
+                    args(json!({"path": top.to_str().unwrap(), "state": "absent"}))
+                )
+                .await
+                .unwrap()
+                .changed
+        );
+    }
+
+    #[tokio::test]
+    async fn recursive_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path(), json!({}));
+        if c.exec("id -u", None).await.unwrap().stdout_text() != "0" {
+            return; // changing owners needs root
+        }
+        let top = dir.path().join("r");
+        std::fs::create_dir_all(top.join("a/b")).unwrap();
+        std::fs::write(top.join("a/b/f"), "").unwrap();
+        let a = json!({"path": top.to_str().unwrap(), "state": "directory", "owner": "nobody", "recurse": true});
+        let r = File.run(&c, args(a.clone())).await.unwrap();
+        assert!(r.changed);
+        assert_eq!(r.data["owner"], json!("nobody"));
+        let out = c
+            .exec(format!("stat -c %U {}/a/b/f", top.display()), None)
+            .await
+            .unwrap();
+        assert_eq!(out.stdout_text(), "nobody");
+        assert!(!File.run(&c, args(a)).await.unwrap().changed);
+        std::fs::write(top.join("a/new"), "").unwrap();
+        let a = json!({"path": top.to_str().unwrap(), "state": "directory", "owner": "nobody", "recurse": true});
+        assert!(
+            File.run(&c, args(a)).await.unwrap().changed,
+            "a new root-owned file below is found"
+        );
     }
 
     #[tokio::test]
@@ -616,28 +783,77 @@ mod tests {
         std::fs::write(&target, "t").unwrap();
         let l = dir.path().join("l");
         let ls = l.to_str().unwrap();
-        let r = File.run(&c, args(json!({"path": ls, "src": "target", "state": "link"}))).await.unwrap();
+        let r = File
+            .run(
+                &c,
+                args(json!({"path": ls, "src": "target", "state": "link"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(std::fs::read_link(&l).unwrap().to_str().unwrap(), "target");
         assert_eq!(r.data["src"], json!("target"));
-        let r = File.run(&c, args(json!({"dest": ls, "src": "target", "state": "link"}))).await.unwrap();
+        let r = File
+            .run(
+                &c,
+                args(json!({"dest": ls, "src": "target", "state": "link"})),
+            )
+            .await
+            .unwrap();
         assert!(!r.changed);
         // Dangling without force is refused; with force it is made.
-        let e = File.run(&c, args(json!({"path": ls, "src": "nowhere", "state": "link"}))).await.unwrap_err();
+        let e = File
+            .run(
+                &c,
+                args(json!({"path": ls, "src": "nowhere", "state": "link"})),
+            )
+            .await
+            .unwrap_err();
         assert!(e.message.contains("force"), "{e:?}");
-        assert!(File.run(&c, args(json!({"path": ls, "src": "nowhere", "state": "link", "force": true}))).await.unwrap().changed);
+        assert!(
+            File.run(
+                &c,
+                args(json!({"path": ls, "src": "nowhere", "state": "link", "force": true}))
+            )
+            .await
+            .unwrap()
+            .changed
+        );
         // Hard link.
         let h = dir.path().join("h");
         let hs = h.to_str().unwrap();
         let ts = target.to_str().unwrap();
-        assert!(File.run(&c, args(json!({"path": hs, "src": ts, "state": "hard"}))).await.unwrap().changed);
-        assert!(!File.run(&c, args(json!({"path": hs, "src": ts, "state": "hard"}))).await.unwrap().changed);
+        assert!(
+            File.run(&c, args(json!({"path": hs, "src": ts, "state": "hard"})))
+                .await
+                .unwrap()
+                .changed
+        );
+        assert!(
+            !File
+                .run(&c, args(json!({"path": hs, "src": ts, "state": "hard"})))
+                .await
+                .unwrap()
+                .changed
+        );
         // state=file on a missing path, unknown state, unknown argument.
-        let e = File.run(&c, args(json!({"path": "/nonexistent/kk", "state": "file"}))).await.unwrap_err();
+        let e = File
+            .run(
+                &c,
+                args(json!({"path": "/nonexistent/kk", "state": "file"})),
+            )
+            .await
+            .unwrap_err();
         assert!(e.message.contains("absent"), "{e:?}");
-        let e = File.run(&c, args(json!({"path": ls, "state": "dir"}))).await.unwrap_err();
+        let e = File
+            .run(&c, args(json!({"path": ls, "state": "dir"})))
+            .await
+            .unwrap_err();
         assert!(e.help.unwrap().contains("directory"));
-        let e = File.run(&c, args(json!({"path": ls, "stat": "file"}))).await.unwrap_err();
+        let e = File
+            .run(&c, args(json!({"path": ls, "stat": "file"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("stat"), "{e:?}");
         assert!(e.help.unwrap().contains("modification_time"));
     }

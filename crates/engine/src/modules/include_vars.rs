@@ -38,7 +38,9 @@ struct IncludeVarsArgs {
     hash_behaviour: Option<String>,
 }
 
-fn opt_list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Vec<String>>, D::Error> {
+fn opt_list<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Vec<String>>, D::Error> {
     args::list_like(d).map(Some)
 }
 
@@ -62,7 +64,9 @@ fn free_form(raw: &str) -> VarMap {
     let words = split_words(raw);
     let mut m = VarMap::new();
     let kv = !words.is_empty()
-        && words.iter().all(|w| w.split_once('=').is_some_and(|(k, _)| VALID.contains(&k)));
+        && words
+            .iter()
+            .all(|w| w.split_once('=').is_some_and(|(k, _)| VALID.contains(&k)));
     if kv {
         for w in words {
             if let Some((k, v)) = w.split_once('=') {
@@ -76,9 +80,14 @@ fn free_form(raw: &str) -> VarMap {
 }
 
 fn has_extension(path: &Path, exts: &[String]) -> bool {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match name.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() => exts.iter().any(|e| e.trim_start_matches('.') == ext),
+        Some((stem, ext)) if !stem.is_empty() => {
+            exts.iter().any(|e| e.trim_start_matches('.') == ext)
+        }
         _ => exts.iter().any(|e| e.is_empty()),
     }
 }
@@ -86,7 +95,10 @@ fn has_extension(path: &Path, exts: &[String]) -> bool {
 fn load(path: &Path) -> Result<Map<String, Value>> {
     let node = crate::yaml::load_file(path)?;
     node.to_map("include_vars").map_err(|e| {
-        e.help(format!("{} must hold a mapping of variable names to values", path.display()))
+        e.help(format!(
+            "{} must hold a mapping of variable names to values",
+            path.display()
+        ))
     })
 }
 
@@ -96,8 +108,12 @@ fn walk_dir(root: &Path, depth: usize) -> Result<Vec<PathBuf>> {
     let mut dirs: Vec<(PathBuf, usize)> = Vec::new();
     let mut stack = vec![(root.to_path_buf(), 1usize)];
     while let Some((d, level)) = stack.pop() {
-        let entries = std::fs::read_dir(&d)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("include_vars: cannot read directory {}: {}", d.display(), e)))?;
+        let entries = std::fs::read_dir(&d).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("include_vars: cannot read directory {}: {}", d.display(), e),
+            )
+        })?;
         for e in entries.filter_map(|e| e.ok()) {
             let p = e.path();
             if p.is_dir() && (depth == 0 || level < depth) {
@@ -110,7 +126,12 @@ fn walk_dir(root: &Path, depth: usize) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for (d, _) in dirs {
         let mut here: Vec<PathBuf> = std::fs::read_dir(&d)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("include_vars: cannot read directory {}: {}", d.display(), e)))?
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("include_vars: cannot read directory {}: {}", d.display(), e),
+                )
+            })?
             .filter_map(|e| e.ok())
             .map(|e| e.path())
             .filter(|p| p.is_file())
@@ -137,33 +158,51 @@ impl Module for IncludeVars {
             .unwrap_or_else(|| vec!["json".into(), "yml".into(), "yaml".into()]);
         if let Some(n) = &a.name {
             if !is_identifier(n) {
-                return Err(Error::new(ErrorKind::ModuleArgs, format!("include_vars: `{}` is not a valid variable name", n)));
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("include_vars: `{}` is not a valid variable name", n),
+                ));
             }
         }
         let files: Vec<PathBuf> = match (&a.file, &a.dir) {
             (Some(_), Some(_)) => {
-                return Err(Error::new(ErrorKind::ModuleArgs, "include_vars: `file` and `dir` are mutually exclusive"))
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    "include_vars: `file` and `dir` are mutually exclusive",
+                ))
             }
             (None, None) => {
-                return Err(Error::new(ErrorKind::ModuleArgs, "include_vars: give a `file` or a `dir`")
-                    .help("e.g. `include_vars: vars/main.yaml` or `include_vars: {dir: vars}`")
-                    .at_opt(ctx.span.as_ref()))
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    "include_vars: give a `file` or a `dir`",
+                )
+                .help("e.g. `include_vars: vars/main.yaml` or `include_vars: {dir: vars}`")
+                .at_opt(ctx.span.as_ref()))
             }
             (Some(f), None) => {
                 let p = ctx.find_file("vars", f)?;
                 if !has_extension(&p, &exts) {
                     return Err(Error::new(
                         ErrorKind::ModuleArgs,
-                        format!("include_vars: {} does not have a valid extension: {}", p.display(), exts.join(", ")),
+                        format!(
+                            "include_vars: {} does not have a valid extension: {}",
+                            p.display(),
+                            exts.join(", ")
+                        ),
                     )
-                    .help("name the file .yaml, .yml or .json, or list its extension in `extensions`"));
+                    .help(
+                        "name the file .yaml, .yml or .json, or list its extension in `extensions`",
+                    ));
                 }
                 vec![p]
             }
             (None, Some(d)) => {
                 let root = ctx.find_file("vars", d)?;
                 if !root.is_dir() {
-                    return Err(Error::new(ErrorKind::ModuleArgs, format!("include_vars: {} is not a directory", root.display())));
+                    return Err(Error::new(
+                        ErrorKind::ModuleArgs,
+                        format!("include_vars: {} is not a directory", root.display()),
+                    ));
                 }
                 let matcher = a
                     .files_matching
@@ -177,11 +216,17 @@ impl Module for IncludeVars {
                     .collect::<Result<Vec<_>>>()?;
                 let mut out = Vec::new();
                 for p in walk_dir(&root, a.depth.unwrap_or(0).max(0) as usize)? {
-                    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let name = p
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
                     if ignores.iter().any(|r| r.is_match(name.as_bytes())) {
                         continue;
                     }
-                    if matcher.as_ref().is_some_and(|m| !m.is_match(name.as_bytes())) {
+                    if matcher
+                        .as_ref()
+                        .is_some_and(|m| !m.is_match(name.as_bytes()))
+                    {
                         continue;
                     }
                     if !has_extension(&p, &exts) {
@@ -190,7 +235,11 @@ impl Module for IncludeVars {
                         }
                         return Err(Error::new(
                             ErrorKind::ModuleArgs,
-                            format!("include_vars: {} does not have a valid extension: {}", p.display(), exts.join(", ")),
+                            format!(
+                                "include_vars: {} does not have a valid extension: {}",
+                                p.display(),
+                                exts.join(", ")
+                            ),
                         )
                         .help("set `ignore_unknown_extensions: true` to skip other files"));
                     }
@@ -213,7 +262,10 @@ impl Module for IncludeVars {
             }
             None => vars,
         };
-        let included: Vec<Value> = files.iter().map(|f| Value::String(f.display().to_string())).collect();
+        let included: Vec<Value> = files
+            .iter()
+            .map(|f| Value::String(f.display().to_string()))
+            .collect();
         Ok(ModuleResult::ok()
             .with("ansible_facts", Value::Object(facts))
             .with("ansible_included_var_files", Value::Array(included)))
@@ -237,14 +289,29 @@ mod tests {
         std::fs::write(v.join("more/deeper/d.yaml"), "d: 4\n").unwrap();
         std::fs::write(v.join("README"), "not vars").unwrap();
         let c = ctx(dir.path(), json!({}));
-        let r = IncludeVars.run(&c, args(json!({"_raw_params": "main.yaml"}))).await.unwrap();
+        let r = IncludeVars
+            .run(&c, args(json!({"_raw_params": "main.yaml"})))
+            .await
+            .unwrap();
         assert!(!r.changed);
-        assert_eq!(r.data["ansible_facts"], json!({"a": 1, "mode": 420, "list": ["x"]}));
-        let r = IncludeVars.run(&c, args(json!({"file": "vars/b.yml", "name": "cfg"}))).await.unwrap();
-        assert_eq!(r.data["ansible_facts"], json!({"cfg": {"b": "two", "a": 2}}));
+        assert_eq!(
+            r.data["ansible_facts"],
+            json!({"a": 1, "mode": 420, "list": ["x"]})
+        );
+        let r = IncludeVars
+            .run(&c, args(json!({"file": "vars/b.yml", "name": "cfg"})))
+            .await
+            .unwrap();
+        assert_eq!(
+            r.data["ansible_facts"],
+            json!({"cfg": {"b": "two", "a": 2}})
+        );
         // Directory: top files sorted, then subdirectories; later files win.
         let r = IncludeVars
-            .run(&c, args(json!({"dir": "vars", "ignore_unknown_extensions": true})))
+            .run(
+                &c,
+                args(json!({"dir": "vars", "ignore_unknown_extensions": true})),
+            )
             .await
             .unwrap();
         assert_eq!(r.data["ansible_facts"]["a"], json!(3));
@@ -253,7 +320,10 @@ mod tests {
         assert!(files[0].as_str().unwrap().ends_with("b.yml"));
         assert!(files[1].as_str().unwrap().ends_with("main.yaml"));
         let r = IncludeVars
-            .run(&c, args(json!({"dir": "vars", "depth": 1, "ignore_files": ["README", "main.yaml"]})))
+            .run(
+                &c,
+                args(json!({"dir": "vars", "depth": 1, "ignore_files": ["README", "main.yaml"]})),
+            )
             .await
             .unwrap();
         assert_eq!(r.data["ansible_facts"], json!({"b": "two", "a": 2}));
@@ -262,11 +332,20 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(r.data["ansible_facts"], json!({"c": true, "a": 3, "d": 4}));
-        let e = IncludeVars.run(&c, args(json!({"dir": "vars"}))).await.unwrap_err();
+        let e = IncludeVars
+            .run(&c, args(json!({"dir": "vars"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("README"));
-        let e = IncludeVars.run(&c, args(json!({"file": "nope.yaml"}))).await.unwrap_err();
+        let e = IncludeVars
+            .run(&c, args(json!({"file": "nope.yaml"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("nope.yaml"));
-        let e = IncludeVars.run(&c, args(json!({"file": "main.yaml", "nmae": "x"}))).await.unwrap_err();
+        let e = IncludeVars
+            .run(&c, args(json!({"file": "main.yaml", "nmae": "x"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("nmae"));
     }
 }

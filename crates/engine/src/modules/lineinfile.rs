@@ -14,7 +14,13 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LineArgs {
-    #[serde(default, alias = "dest", alias = "destfile", alias = "name", deserialize_with = "args::opt_string_like")]
+    #[serde(
+        default,
+        alias = "dest",
+        alias = "destfile",
+        alias = "name",
+        deserialize_with = "args::opt_string_like"
+    )]
     path: Option<String>,
     #[serde(default, alias = "value", deserialize_with = "args::opt_string_like")]
     line: Option<String>,
@@ -118,7 +124,10 @@ fn expand(caps: &Captures, template: &[u8]) -> Vec<u8> {
             while j < template.len() && j < i + 3 && template[j].is_ascii_digit() {
                 j += 1;
             }
-            let idx: usize = std::str::from_utf8(&template[i + 1..j]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+            let idx: usize = std::str::from_utf8(&template[i + 1..j])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
             if let Some(m) = caps.get(idx) {
                 out.extend_from_slice(m.as_bytes());
             }
@@ -170,14 +179,19 @@ pub(crate) struct LineEdit {
 }
 
 /// Ansible's `present()`: returns the new lines and the message ("" when unchanged).
-pub(crate) fn present(mut lines: Vec<Vec<u8>>, e: &LineEdit) -> Result<(Vec<Vec<u8>>, &'static str)> {
+pub(crate) fn present(
+    mut lines: Vec<Vec<u8>>,
+    e: &LineEdit,
+) -> Result<(Vec<Vec<u8>>, &'static str)> {
     let line = e.line.clone().unwrap_or_default();
     let ins_pattern = match (&e.insertafter, &e.insertbefore) {
         (Some(a), _) if a != "BOF" && a != "EOF" => Some(a),
         (None, Some(b)) if b != "BOF" => Some(b),
         _ => None,
     };
-    let bre_ins = ins_pattern.map(|p| compile("insertafter/insertbefore", p)).transpose()?;
+    let bre_ins = ins_pattern
+        .map(|p| compile("insertafter/insertbefore", p))
+        .transpose()?;
     let mut index: [isize; 2] = [-1, -1];
     let mut caps_line: Option<usize> = None;
     if let Some(re) = &e.regexp {
@@ -312,11 +326,23 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 /// Reads a file for editing (stat + content, one round trip); directories and unreadable
 /// files are errors.
 pub(crate) async fn read_for_edit(ctx: &ModuleContext, path: &str) -> Result<RemoteStat> {
-    let st = remote::stat_paths(ctx, &[path], StatOptions { follow: true, checksum: None, content: true, max_content: None })
-        .await?
-        .remove(0);
+    let st = remote::stat_paths(
+        ctx,
+        &[path],
+        StatOptions {
+            follow: true,
+            checksum: None,
+            content: true,
+            max_content: None,
+        },
+    )
+    .await?
+    .remove(0);
     if st.exists && st.kind == FileKind::Dir {
-        return Err(Error::new(ErrorKind::Runtime, format!("path {} is a directory", path)).at_opt(ctx.span.as_ref()));
+        return Err(
+            Error::new(ErrorKind::Runtime, format!("path {} is a directory", path))
+                .at_opt(ctx.span.as_ref()),
+        );
     }
     if st.exists && st.content.is_none() {
         return Err(Error::new(ErrorKind::Runtime, format!("cannot read {} on the host", path))
@@ -341,8 +367,8 @@ pub(crate) struct EditFinish<'a> {
 /// only they differ), with check mode, diff and Ansible's result keys.
 pub(crate) async fn finish_edit(ctx: &ModuleContext, f: EditFinish<'_>) -> Result<ModuleResult> {
     let old = f.st.content.clone().unwrap_or_default();
-    let content_changed = !f.st.exists || old != f.new;
-    let content_changed = content_changed && !(f.msg.is_empty() && !f.st.exists);
+    // A missing file is only created when the edit produced something to say.
+    let content_changed = (!f.st.exists || old != f.new) && (f.st.exists || !f.msg.is_empty());
     let attrs_changed = f.st.exists && f.attrs.differ(f.st)?;
     let mut msg = f.msg.clone();
     if attrs_changed {
@@ -353,15 +379,24 @@ pub(crate) async fn finish_edit(ctx: &ModuleContext, f: EditFinish<'_>) -> Resul
     }
     let mut res = ModuleResult::changed(content_changed || attrs_changed).msg(msg);
     if ctx.diff && content_changed {
-        res.diffs.push(file_diff(f.path, &String::from_utf8_lossy(&old), &String::from_utf8_lossy(&f.new)));
+        res.diffs.push(file_diff(
+            f.path,
+            &String::from_utf8_lossy(&old),
+            &String::from_utf8_lossy(&f.new),
+        ));
     }
     if ctx.check_mode || !res.changed {
         return Ok(res);
     }
     if content_changed {
+        // Like Ansible, an edit of a symlink writes the file it points to.
+        let target =
+            f.st.link_source
+                .clone()
+                .unwrap_or_else(|| f.path.to_string());
         let w = remote::write_file(
             ctx,
-            f.path,
+            &target,
             f.new,
             &WriteOptions {
                 attrs: f.attrs,
@@ -391,32 +426,47 @@ impl Module for LineInFile {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: LineArgs = parse_args("lineinfile", raw, VALID)?;
         let _ = a.unsafe_writes;
-        let path = a
-            .path
-            .clone()
-            .filter(|p| !p.is_empty())
-            .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "lineinfile: `path` is required").at_opt(ctx.span.as_ref()))?;
+        let path = a.path.clone().filter(|p| !p.is_empty()).ok_or_else(|| {
+            Error::new(ErrorKind::ModuleArgs, "lineinfile: `path` is required")
+                .at_opt(ctx.span.as_ref())
+        })?;
         let state = a.state.as_deref().unwrap_or("present");
         if state != "present" && state != "absent" {
-            return Err(Error::new(ErrorKind::ModuleArgs, format!("lineinfile: unknown state {:?}", state))
-                .help("state must be `present` or `absent`"));
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                format!("lineinfile: unknown state {:?}", state),
+            )
+            .help("state must be `present` or `absent`"));
         }
         if a.regexp.is_some() && a.search_string.is_some() {
-            return Err(Error::new(ErrorKind::ModuleArgs, "lineinfile: `regexp` and `search_string` are mutually exclusive"));
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "lineinfile: `regexp` and `search_string` are mutually exclusive",
+            ));
         }
         if a.insertafter.is_some() && a.insertbefore.is_some() {
-            return Err(Error::new(ErrorKind::ModuleArgs, "lineinfile: `insertafter` and `insertbefore` are mutually exclusive"));
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "lineinfile: `insertafter` and `insertbefore` are mutually exclusive",
+            ));
         }
         if a.backrefs && a.regexp.is_none() {
-            return Err(Error::new(ErrorKind::ModuleArgs, "lineinfile: `regexp` is required with `backrefs`"));
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "lineinfile: `regexp` is required with `backrefs`",
+            ));
         }
         if let Some(v) = &a.validate {
             check_validate(v)?;
         }
         if state == "present" && a.line.is_none() {
-            return Err(Error::new(ErrorKind::ModuleArgs, "lineinfile: `line` is required with state=present"));
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "lineinfile: `line` is required with state=present",
+            ));
         }
-        if state == "absent" && a.line.is_none() && a.regexp.is_none() && a.search_string.is_none() {
+        if state == "absent" && a.line.is_none() && a.regexp.is_none() && a.search_string.is_none()
+        {
             return Err(Error::new(
                 ErrorKind::ModuleArgs,
                 "lineinfile: one of `line`, `regexp` or `search_string` is required with state=absent",
@@ -424,7 +474,11 @@ impl Module for LineInFile {
         }
         let edit = LineEdit {
             line: a.line.as_ref().map(|l| l.as_bytes().to_vec()),
-            regexp: a.regexp.as_deref().map(|r| compile("regexp", r)).transpose()?,
+            regexp: a
+                .regexp
+                .as_deref()
+                .map(|r| compile("regexp", r))
+                .transpose()?,
             search_string: a.search_string.as_ref().map(|s| s.as_bytes().to_vec()),
             insertafter: a.insertafter.clone(),
             insertbefore: a.insertbefore.clone(),
@@ -432,24 +486,49 @@ impl Module for LineInFile {
             firstmatch: a.firstmatch,
         };
         let st = read_for_edit(ctx, &path).await?;
-        let attrs = Attrs { mode: a.mode.clone(), owner: a.owner.clone(), group: a.group.clone() };
+        let attrs = Attrs {
+            mode: a.mode.clone(),
+            owner: a.owner.clone(),
+            group: a.group.clone(),
+        };
         let (new, msg) = if state == "present" {
             if !st.exists && !a.create {
-                return Err(Error::new(ErrorKind::Runtime, format!("Destination {} does not exist !", path))
-                    .help("set `create: true` to create the file")
-                    .at_opt(ctx.span.as_ref()));
+                return Err(Error::new(
+                    ErrorKind::Runtime,
+                    format!("Destination {} does not exist !", path),
+                )
+                .help("set `create: true` to create the file")
+                .at_opt(ctx.span.as_ref()));
             }
-            let (lines, msg) = present(split_lines(st.content.as_deref().unwrap_or_default()), &edit)?;
+            let (lines, msg) = present(
+                split_lines(st.content.as_deref().unwrap_or_default()),
+                &edit,
+            )?;
             (lines.concat(), msg.to_string())
         } else {
             if !st.exists {
                 return Ok(ModuleResult::ok().msg("file not present"));
             }
-            let (lines, n) = absent(split_lines(st.content.as_deref().unwrap_or_default()), &edit);
-            let msg = if n > 0 { format!("{} line(s) removed", n) } else { String::new() };
+            let (lines, n) = absent(
+                split_lines(st.content.as_deref().unwrap_or_default()),
+                &edit,
+            );
+            let msg = if n > 0 {
+                format!("{} line(s) removed", n)
+            } else {
+                String::new()
+            };
             let mut r = finish_edit(
                 ctx,
-                EditFinish { path: &path, st: &st, new: lines.concat(), attrs, backup: a.backup, validate: a.validate, msg },
+                EditFinish {
+                    path: &path,
+                    st: &st,
+                    new: lines.concat(),
+                    attrs,
+                    backup: a.backup,
+                    validate: a.validate,
+                    msg,
+                },
             )
             .await?;
             r.data.insert("found".into(), n.into());
@@ -457,7 +536,15 @@ impl Module for LineInFile {
         };
         let res = finish_edit(
             ctx,
-            EditFinish { path: &path, st: &st, new, attrs, backup: a.backup, validate: a.validate, msg },
+            EditFinish {
+                path: &path,
+                st: &st,
+                new,
+                attrs,
+                backup: a.backup,
+                validate: a.validate,
+                msg,
+            },
         )
         .await?;
         Ok(res)
@@ -490,26 +577,44 @@ mod tests {
     #[test]
     fn present_rules() {
         // Appended at EOF, newline added before when missing.
-        assert_eq!(run_present("a\nb", &edit("c")), ("a\nb\nc\n".into(), "line added"));
+        assert_eq!(
+            run_present("a\nb", &edit("c")),
+            ("a\nb\nc\n".into(), "line added")
+        );
         // Exact line present: nothing.
         assert_eq!(run_present("a\nc\n", &edit("c")), ("a\nc\n".into(), ""));
         // regexp replaces the last match (firstmatch: the first).
         let mut e = edit("port=9");
         e.regexp = Some(compile("r", "^port=").unwrap());
-        assert_eq!(run_present("port=1\nx\nport=2\n", &e).0, "port=1\nx\nport=9\n");
+        assert_eq!(
+            run_present("port=1\nx\nport=2\n", &e).0,
+            "port=1\nx\nport=9\n"
+        );
         e.firstmatch = true;
-        assert_eq!(run_present("port=1\nx\nport=2\n", &e).0, "port=9\nx\nport=2\n");
+        assert_eq!(
+            run_present("port=1\nx\nport=2\n", &e).0,
+            "port=9\nx\nport=2\n"
+        );
         // Python-style `$` before the newline works.
         let mut e = edit("SELINUX=disabled");
         e.regexp = Some(compile("r", "^SELINUX=.*$").unwrap());
-        assert_eq!(run_present("SELINUX=enforcing\n", &e).0, "SELINUX=disabled\n");
+        assert_eq!(
+            run_present("SELINUX=enforcing\n", &e).0,
+            "SELINUX=disabled\n"
+        );
         // insertafter / insertbefore regexes, BOF.
         let mut e = edit("new");
         e.insertafter = Some("^\\[main\\]".into());
-        assert_eq!(run_present("[main]\na\n[other]\n", &e).0, "[main]\nnew\na\n[other]\n");
+        assert_eq!(
+            run_present("[main]\na\n[other]\n", &e).0,
+            "[main]\nnew\na\n[other]\n"
+        );
         let mut e = edit("new");
         e.insertbefore = Some("^\\[other\\]".into());
-        assert_eq!(run_present("[main]\na\n[other]\n", &e).0, "[main]\na\nnew\n[other]\n");
+        assert_eq!(
+            run_present("[main]\na\n[other]\n", &e).0,
+            "[main]\na\nnew\n[other]\n"
+        );
         let mut e = edit("first");
         e.insertbefore = Some("BOF".into());
         assert_eq!(run_present("a\n", &e).0, "first\na\n");
@@ -548,31 +653,92 @@ mod tests {
         let mut c = ctx(dir.path(), json!({}));
         c.diff = true;
         c.check_mode = true;
-        let r = LineInFile.run(&c, args(json!({"path": fs, "regexp": "^b=", "line": "b=3"}))).await.unwrap();
+        let r = LineInFile
+            .run(
+                &c,
+                args(json!({"path": fs, "regexp": "^b=", "line": "b=3"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(r.diffs[0].after, "a=1\nb=3\n");
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "a=1\nb=2\n");
         c.check_mode = false;
-        let r = LineInFile.run(&c, args(json!({"path": fs, "regexp": "^b=", "line": "b=3", "mode": "0600"}))).await.unwrap();
+        let r = LineInFile
+            .run(
+                &c,
+                args(json!({"path": fs, "regexp": "^b=", "line": "b=3", "mode": "0600"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
-        assert_eq!(r.msg.as_deref(), Some("line replaced and ownership, perms or SE linux context changed"));
+        assert_eq!(
+            r.msg.as_deref(),
+            Some("line replaced and ownership, perms or SE linux context changed")
+        );
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "a=1\nb=3\n");
         assert_eq!(mode_of(&f), 0o600);
-        let r = LineInFile.run(&c, args(json!({"path": fs, "regexp": "^b=", "line": "b=3", "mode": "0600"}))).await.unwrap();
+        let r = LineInFile
+            .run(
+                &c,
+                args(json!({"path": fs, "regexp": "^b=", "line": "b=3", "mode": "0600"})),
+            )
+            .await
+            .unwrap();
         assert!(!r.changed);
-        let r = LineInFile.run(&c, args(json!({"path": fs, "line": "a=1", "state": "absent"}))).await.unwrap();
+        let r = LineInFile
+            .run(
+                &c,
+                args(json!({"path": fs, "line": "a=1", "state": "absent"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "b=3\n");
         // Missing file: error unless create.
         let n = dir.path().join("sub/new");
-        let e = LineInFile.run(&c, args(json!({"path": n.to_str().unwrap(), "line": "x"}))).await.unwrap_err();
+        let e = LineInFile
+            .run(&c, args(json!({"path": n.to_str().unwrap(), "line": "x"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("does not exist"));
-        let r = LineInFile.run(&c, args(json!({"path": n.to_str().unwrap(), "line": "x", "create": "yes"}))).await.unwrap();
+        let r = LineInFile
+            .run(
+                &c,
+                args(json!({"path": n.to_str().unwrap(), "line": "x", "create": "yes"})),
+            )
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(std::fs::read_to_string(&n).unwrap(), "x\n");
-        let e = LineInFile.run(&c, args(json!({"path": fs, "line": "x", "regexp": "(?<=a)b"}))).await.unwrap_err();
+        let e = LineInFile
+            .run(
+                &c,
+                args(json!({"path": fs, "line": "x", "regexp": "(?<=a)b"})),
+            )
+            .await
+            .unwrap_err();
         assert!(e.message.contains("regular expression"));
-        let e = LineInFile.run(&c, args(json!({"path": fs, "lines": "x"}))).await.unwrap_err();
+        // A symlink is edited through: the link stays, its target changes.
+        let l = dir.path().join("link");
+        std::os::unix::fs::symlink(&f, &l).unwrap();
+        let r = LineInFile
+            .run(
+                &c,
+                args(json!({"path": l.to_str().unwrap(), "line": "via=link"})),
+            )
+            .await
+            .unwrap();
+        assert!(r.changed);
+        assert!(std::fs::symlink_metadata(&l)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::read_to_string(&f).unwrap().ends_with("via=link\n"));
+        let e = LineInFile
+            .run(&c, args(json!({"path": fs, "lines": "x"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("lines"));
     }
 }

@@ -109,7 +109,10 @@ impl RemoteStat {
 
     /// The content as text (lossy), empty when not read.
     pub fn text(&self) -> String {
-        self.content.as_deref().map(|c| String::from_utf8_lossy(c).into_owned()).unwrap_or_default()
+        self.content
+            .as_deref()
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .unwrap_or_default()
     }
 }
 
@@ -266,9 +269,18 @@ fn stat_script(paths: &[&str], opts: StatOptions) -> String {
 /// parser ignores keys it does not know.
 pub fn stat_script_mixed(items: &[(&str, bool)], opts: StatOptions) -> String {
     let mut s = String::new();
-    s.push_str(&format!("KK_SUM={}\n", opts.checksum.map(|c| c.command()).unwrap_or("")));
-    s.push_str(&format!("KK_CONTENT={}\n", if opts.content { "1" } else { "" }));
-    s.push_str(&format!("KK_MAX={}\n", opts.max_content.map(|m| m.to_string()).unwrap_or_default()));
+    s.push_str(&format!(
+        "KK_SUM={}\n",
+        opts.checksum.map(|c| c.command()).unwrap_or("")
+    ));
+    s.push_str(&format!(
+        "KK_CONTENT={}\n",
+        if opts.content { "1" } else { "" }
+    ));
+    s.push_str(&format!(
+        "KK_MAX={}\n",
+        opts.max_content.map(|m| m.to_string()).unwrap_or_default()
+    ));
     s.push_str(STAT_FN);
     for (p, follow) in items {
         s.push_str(&format!(
@@ -291,7 +303,8 @@ pub fn stat_var_script(var: &str, follow: bool) -> String {
     )
 }
 
-/// Parses the output of a stat script into one [`RemoteStat`] per path.
+/// Parses the output of a stat script into one [`RemoteStat`] per path; lines before
+/// the first record (a script's own output) are ignored.
 pub fn parse_stats(paths: &[&str], stdout: &[u8]) -> Result<Vec<RemoteStat>> {
     let text = String::from_utf8_lossy(stdout);
     let mut records: Vec<RemoteStat> = Vec::new();
@@ -306,7 +319,9 @@ pub fn parse_stats(paths: &[&str], stdout: &[u8]) -> Result<Vec<RemoteStat>> {
             });
             continue;
         }
-        let Some(st) = records.last_mut() else { continue };
+        let Some(st) = records.last_mut() else {
+            continue;
+        };
         if in_content {
             if line == "content_end" {
                 in_content = false;
@@ -322,7 +337,9 @@ pub fn parse_stats(paths: &[&str], stdout: &[u8]) -> Result<Vec<RemoteStat>> {
             in_content = true;
             continue;
         }
-        let Some((k, v)) = line.split_once('=') else { continue };
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
         match k {
             "exists" => st.exists = v == "1",
             "raw" => parse_raw(st, v)?,
@@ -340,7 +357,11 @@ pub fn parse_stats(paths: &[&str], stdout: &[u8]) -> Result<Vec<RemoteStat>> {
     if records.len() != paths.len() {
         return Err(Error::new(
             ErrorKind::Runtime,
-            format!("the stat script reported {} paths, expected {}", records.len(), paths.len()),
+            format!(
+                "the stat script reported {} paths, expected {}",
+                records.len(),
+                paths.len()
+            ),
         )
         .note(format!("output: {}", text)));
     }
@@ -351,13 +372,23 @@ fn base64_decode(s: &str) -> Result<Vec<u8>> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD
         .decode(s)
-        .map_err(|e| Error::new(ErrorKind::Runtime, format!("cannot decode file content sent by the host: {}", e)))
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Runtime,
+                format!("cannot decode file content sent by the host: {}", e),
+            )
+        })
 }
 
 /// Parses the `raw=` line: `%f %a %u %g %s %Y %X %Z %i %d %h`.
 fn parse_raw(st: &mut RemoteStat, v: &str) -> Result<()> {
     let f: Vec<&str> = v.split(' ').collect();
-    let bad = || Error::new(ErrorKind::Runtime, format!("unexpected output from stat on the host: {:?}", v));
+    let bad = || {
+        Error::new(
+            ErrorKind::Runtime,
+            format!("unexpected output from stat on the host: {:?}", v),
+        )
+    };
     if f.len() < 11 {
         return Err(bad());
     }
@@ -382,16 +413,28 @@ fn parse_raw(st: &mut RemoteStat, v: &str) -> Result<()> {
 }
 
 /// Stats several paths in one round trip.
-pub async fn stat_paths(ctx: &ModuleContext, paths: &[&str], opts: StatOptions) -> Result<Vec<RemoteStat>> {
+pub async fn stat_paths(
+    ctx: &ModuleContext,
+    paths: &[&str],
+    opts: StatOptions,
+) -> Result<Vec<RemoteStat>> {
     let out = ctx.exec(stat_script(paths, opts), None).await?;
     if out.rc != 0 {
-        return Err(remote_error(&format!("cannot stat {}", paths.join(", ")), &out));
+        return Err(remote_error(
+            &format!("cannot stat {}", paths.join(", ")),
+            &out,
+        ));
     }
     parse_stats(paths, &out.stdout)
 }
 
 /// Stats one path (following links), with its sha256 and, if asked, its content.
-pub async fn stat_path(ctx: &ModuleContext, path: &str, with_checksum: bool, with_content: bool) -> Result<RemoteStat> {
+pub async fn stat_path(
+    ctx: &ModuleContext,
+    path: &str,
+    with_checksum: bool,
+    with_content: bool,
+) -> Result<RemoteStat> {
     let opts = StatOptions {
         follow: true,
         checksum: with_checksum.then_some(Checksum::Sha256),
@@ -474,7 +517,13 @@ pub fn normalize_mode(mode: &str) -> String {
         return mode.to_string();
     }
     mode.split(',')
-        .map(|c| if c.starts_with(['+', '-', '=']) { format!("a{}", c) } else { c.to_string() })
+        .map(|c| {
+            if c.starts_with(['+', '-', '=']) {
+                format!("a{}", c)
+            } else {
+                c.to_string()
+            }
+        })
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -484,15 +533,25 @@ pub fn normalize_mode(mode: &str) -> String {
 pub fn apply_mode(cur: u32, spec: &str, is_dir: bool) -> Result<u32> {
     let spec = spec.trim();
     let bad = |why: &str| {
-        Error::new(ErrorKind::ModuleArgs, format!("invalid mode {:?}: {}", spec, why))
-            .help("give an octal mode as a quoted string (\"0644\") or a symbolic one (\"u=rw,g=r,o=r\")")
+        Error::new(
+            ErrorKind::ModuleArgs,
+            format!("invalid mode {:?}: {}", spec, why),
+        )
+        .help(
+            "give an octal mode as a quoted string (\"0644\") or a symbolic one (\"u=rw,g=r,o=r\")",
+        )
     };
     if !spec.is_empty() && spec.chars().all(|c| c.is_ascii_digit()) {
-        return u32::from_str_radix(spec, 8).ok().filter(|m| *m <= 0o7777).ok_or_else(|| bad("not an octal mode"));
+        return u32::from_str_radix(spec, 8)
+            .ok()
+            .filter(|m| *m <= 0o7777)
+            .ok_or_else(|| bad("not an octal mode"));
     }
     let mut mode = cur & 0o7777;
     for clause in spec.split(',') {
-        let who_end = clause.find(['+', '-', '=']).ok_or_else(|| bad("expected +, - or ="))?;
+        let who_end = clause
+            .find(['+', '-', '='])
+            .ok_or_else(|| bad("expected +, - or ="))?;
         let who_s = &clause[..who_end];
         let mut who = 0u32; // bits of u, g, o classes: 4, 2, 1
         for c in who_s.chars() {
@@ -524,7 +583,10 @@ pub fn apply_mode(cur: u32, spec: &str, is_dir: bool) -> Result<u32> {
                     'x' => class_bits(who, 1),
                     'X' if is_dir || mode & 0o111 != 0 => class_bits(who, 1),
                     'X' => 0,
-                    's' => (if who & 4 != 0 { 0o4000 } else { 0 }) | (if who & 2 != 0 { 0o2000 } else { 0 }),
+                    's' => {
+                        (if who & 4 != 0 { 0o4000 } else { 0 })
+                            | (if who & 2 != 0 { 0o2000 } else { 0 })
+                    }
                     't' => {
                         if who & 1 != 0 {
                             0o1000
@@ -609,7 +671,12 @@ pub struct WriteOutcome {
 /// Writes `data` to `path` atomically in one round trip: the bytes go over stdin into a
 /// temp file beside `path`, get their mode/owner/group (and pass `validate`), then are
 /// renamed over `path`.
-pub async fn write_file(ctx: &ModuleContext, path: &str, data: Vec<u8>, opts: &WriteOptions) -> Result<WriteOutcome> {
+pub async fn write_file(
+    ctx: &ModuleContext,
+    path: &str,
+    data: Vec<u8>,
+    opts: &WriteOptions,
+) -> Result<WriteOutcome> {
     let dir = parent_dir(path);
     let mut s = String::new();
     s.push_str(&format!("d={}\n", qpath(path)));
@@ -617,7 +684,10 @@ pub async fn write_file(ctx: &ModuleContext, path: &str, data: Vec<u8>, opts: &W
         s.push_str(&format!("dir={}\n", qpath(&dir)));
         s.push_str("if [ ! -d \"$dir\" ]; then\n  mkdir -p -- \"$dir\" || exit 70\n");
         if let Some(m) = &opts.directory_mode {
-            s.push_str(&format!("  chmod {} \"$dir\" || exit 72\n", shell_quote(&normalize_mode(m))));
+            s.push_str(&format!(
+                "  chmod {} \"$dir\" || exit 72\n",
+                shell_quote(&normalize_mode(m))
+            ));
         }
         s.push_str("fi\n");
     }
@@ -659,20 +729,30 @@ pub async fn write_file(ctx: &ModuleContext, path: &str, data: Vec<u8>, opts: &W
         return Err(remote_error(&what, &out));
     }
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let backup_file = text.lines().find_map(|l| l.strip_prefix("backup_file=")).map(str::to_string);
-    let rec_start = text.find("==kk-record==").unwrap_or(0);
-    let stat = parse_stats(&[path], text[rec_start..].as_bytes())?.remove(0);
+    let backup_file = text
+        .lines()
+        .find_map(|l| l.strip_prefix("backup_file="))
+        .map(str::to_string);
+    let stat = parse_stats(&[path], &out.stdout)?.remove(0);
     Ok(WriteOutcome { backup_file, stat })
 }
 
 /// Applies mode/owner/group to an existing path in one round trip, returning its new state.
-pub async fn set_attrs(ctx: &ModuleContext, path: &str, attrs: &Attrs, recurse: bool) -> Result<RemoteStat> {
+pub async fn set_attrs(
+    ctx: &ModuleContext,
+    path: &str,
+    attrs: &Attrs,
+    recurse: bool,
+) -> Result<RemoteStat> {
     let mut s = format!("p={}\n", qpath(path));
     s.push_str(&attrs.script("p", recurse));
     s.push_str(&stat_var_script("p", true));
     let out = ctx.exec(s, None).await?;
     if out.rc != 0 {
-        return Err(remote_error(&format!("cannot set attributes of {}", path), &out));
+        return Err(remote_error(
+            &format!("cannot set attributes of {}", path),
+            &out,
+        ));
     }
     Ok(parse_stats(&[path], &out.stdout)?.remove(0))
 }
@@ -791,13 +871,18 @@ mod tests {
             },
             ..Default::default()
         };
-        let w = write_file(&c, ps, b"hello\n".to_vec(), &opts).await.unwrap();
+        let w = write_file(&c, ps, b"hello\n".to_vec(), &opts)
+            .await
+            .unwrap();
         assert_eq!(w.stat.mode, 0o640);
         assert_eq!(w.stat.size, 6);
         let st = stat_path(&c, ps, true, true).await.unwrap();
         assert!(st.exists);
         assert_eq!(st.kind, FileKind::File);
-        assert_eq!(st.checksum.as_deref(), Some(sha256_hex(b"hello\n").as_str()));
+        assert_eq!(
+            st.checksum.as_deref(),
+            Some(sha256_hex(b"hello\n").as_str())
+        );
         assert_eq!(st.content.as_deref(), Some(&b"hello\n"[..]));
         assert_eq!(mode_of(&p), 0o640);
         // A rewrite without a mode keeps the old one; backup keeps the old content.

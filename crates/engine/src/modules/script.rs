@@ -27,7 +27,14 @@ struct ScriptArgs {
     decrypt: Option<bool>,
 }
 
-const VALID: &[&str] = &["cmd", "creates", "removes", "chdir", "executable", "decrypt"];
+const VALID: &[&str] = &[
+    "cmd",
+    "creates",
+    "removes",
+    "chdir",
+    "executable",
+    "decrypt",
+];
 
 /// Splits `path args…` into the path (unquoted) and the rest as shell text, unchanged.
 fn split_command(raw: &str) -> Option<(String, String)> {
@@ -43,12 +50,20 @@ fn split_command(raw: &str) -> Option<(String, String)> {
 /// The interpreter named by a `#!` line, as shell words.
 fn shebang(data: &[u8]) -> Option<String> {
     let first = data.strip_prefix(b"#!")?;
-    let end = first.iter().position(|b| *b == b'\n').unwrap_or(first.len());
+    let end = first
+        .iter()
+        .position(|b| *b == b'\n')
+        .unwrap_or(first.len());
     let line = String::from_utf8_lossy(&first[..end]).trim().to_string();
     if line.is_empty() {
         return None;
     }
-    Some(line.split_whitespace().map(shell_quote).collect::<Vec<_>>().join(" "))
+    Some(
+        line.split_whitespace()
+            .map(shell_quote)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 /// Runs a local script on the host.
@@ -70,26 +85,44 @@ impl Module for Script {
             })?;
         let local = ctx.find_file("files", &path)?;
         let data = std::fs::read(&local).map_err(|e| {
-            Error::new(ErrorKind::Io, format!("script: cannot read {}: {}", local.display(), e)).at_opt(ctx.span.as_ref())
+            Error::new(
+                ErrorKind::Io,
+                format!("script: cannot read {}: {}", local.display(), e),
+            )
+            .at_opt(ctx.span.as_ref())
         })?;
         let mut guard = String::new();
         if let Some(p) = &a.creates {
-            guard.push_str(&format!("if [ -e {} ]; then echo __KK_SKIP_CREATES__; exit 0; fi\n", shell_quote(p)));
+            guard.push_str(&format!(
+                "if [ -e {} ]; then echo __KK_SKIP_CREATES__; exit 0; fi\n",
+                shell_quote(p)
+            ));
         }
         if let Some(p) = &a.removes {
-            guard.push_str(&format!("if [ ! -e {} ]; then echo __KK_SKIP_REMOVES__; exit 0; fi\n", shell_quote(p)));
+            guard.push_str(&format!(
+                "if [ ! -e {} ]; then echo __KK_SKIP_REMOVES__; exit 0; fi\n",
+                shell_quote(p)
+            ));
         }
         if ctx.check_mode {
             if guard.is_empty() {
                 return Ok(ModuleResult {
                     skipped: true,
-                    msg: Some("skipped in check mode: a script cannot say what it would change".into()),
+                    msg: Some(
+                        "skipped in check mode: a script cannot say what it would change".into(),
+                    ),
                     ..Default::default()
                 });
             }
-            let out = ctx.exec(format!("{}echo __KK_WOULD_RUN__", guard), None).await?;
+            let out = ctx
+                .exec(format!("{}echo __KK_WOULD_RUN__", guard), None)
+                .await?;
             let would = String::from_utf8_lossy(&out.stdout).contains("__KK_WOULD_RUN__");
-            return Ok(ModuleResult::changed(would).msg(if would { "script would run" } else { "skipped, since the guard holds" }));
+            return Ok(ModuleResult::changed(would).msg(if would {
+                "script would run"
+            } else {
+                "skipped, since the guard holds"
+            }));
         }
         let interp = match &a.executable {
             Some(e) => e.clone(),
@@ -105,11 +138,21 @@ impl Module for Script {
         let text = String::from_utf8_lossy(&out.stdout);
         if text.trim_end() == "__KK_SKIP_CREATES__" || text.trim_end() == "__KK_SKIP_REMOVES__" {
             let msg = if text.contains("CREATES") {
-                format!("skipped, since {} exists", a.creates.clone().unwrap_or_default())
+                format!(
+                    "skipped, since {} exists",
+                    a.creates.clone().unwrap_or_default()
+                )
             } else {
-                format!("skipped, since {} does not exist", a.removes.clone().unwrap_or_default())
+                format!(
+                    "skipped, since {} does not exist",
+                    a.removes.clone().unwrap_or_default()
+                )
             };
-            return Ok(ModuleResult::changed(false).msg(msg).with("rc", 0).with("stdout", "").with("stderr", ""));
+            return Ok(ModuleResult::changed(false)
+                .msg(msg)
+                .with("rc", 0)
+                .with("stdout", "")
+                .with("stderr", ""));
         }
         let mut res = ModuleResult::changed(true).with_output(&out);
         if out.rc != 0 {
@@ -128,9 +171,18 @@ mod tests {
 
     #[test]
     fn splitting() {
-        assert_eq!(split_command("run.sh a \"b c\""), Some(("run.sh".into(), "a \"b c\"".into())));
-        assert_eq!(split_command("'my script.sh' x"), Some(("my script.sh".into(), "x".into())));
-        assert_eq!(shebang(b"#!/usr/bin/env bash\necho"), Some("/usr/bin/env bash".into()));
+        assert_eq!(
+            split_command("run.sh a \"b c\""),
+            Some(("run.sh".into(), "a \"b c\"".into()))
+        );
+        assert_eq!(
+            split_command("'my script.sh' x"),
+            Some(("my script.sh".into(), "x".into()))
+        );
+        assert_eq!(
+            shebang(b"#!/usr/bin/env bash\necho"),
+            Some("/usr/bin/env bash".into())
+        );
         assert_eq!(shebang(b"echo"), None);
     }
 
@@ -138,26 +190,52 @@ mod tests {
     async fn runs_with_args_and_guards() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("files")).unwrap();
-        std::fs::write(dir.path().join("files/hello.sh"), "#!/bin/sh\necho \"hi $1 $2\"\necho err >&2\nexit ${3:-0}\n")
-            .unwrap();
+        std::fs::write(
+            dir.path().join("files/hello.sh"),
+            "#!/bin/sh\necho \"hi $1 $2\"\necho err >&2\nexit ${3:-0}\n",
+        )
+        .unwrap();
         let mut c = ctx(dir.path(), json!({}));
-        let r = Script.run(&c, args(json!({"_raw_params": "hello.sh one 'two three'"}))).await.unwrap();
+        let r = Script
+            .run(&c, args(json!({"_raw_params": "hello.sh one 'two three'"})))
+            .await
+            .unwrap();
         assert!(r.changed && !r.failed);
         assert_eq!(r.data["stdout"], json!("hi one two three"));
         assert_eq!(r.data["stderr"], json!("err"));
-        let r = Script.run(&c, args(json!({"_raw_params": "hello.sh a b 3"}))).await.unwrap();
+        let r = Script
+            .run(&c, args(json!({"_raw_params": "hello.sh a b 3"})))
+            .await
+            .unwrap();
         assert!(r.failed);
         assert_eq!(r.data["rc"], json!(3));
         let marker = dir.path().join("files");
         let r = Script
-            .run(&c, args(json!({"_raw_params": "hello.sh", "creates": marker.to_str().unwrap()})))
+            .run(
+                &c,
+                args(json!({"_raw_params": "hello.sh", "creates": marker.to_str().unwrap()})),
+            )
             .await
             .unwrap();
         assert!(!r.changed);
         c.check_mode = true;
-        assert!(Script.run(&c, args(json!({"cmd": "hello.sh"}))).await.unwrap().skipped);
+        assert!(
+            Script
+                .run(&c, args(json!({"cmd": "hello.sh"})))
+                .await
+                .unwrap()
+                .skipped
+        );
         c.check_mode = false;
-        let e = Script.run(&c, args(json!({"_raw_params": "missing.sh"}))).await.unwrap_err();
+        let e = Script
+            .run(&c, args(json!({"cmd": "hello.sh", "chdri": "/"})))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("chdri"));
+        let e = Script
+            .run(&c, args(json!({"_raw_params": "missing.sh"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("missing.sh"));
     }
 }

@@ -12,7 +12,12 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StatArgs {
-    #[serde(default, alias = "dest", alias = "name", deserialize_with = "args::opt_string_like")]
+    #[serde(
+        default,
+        alias = "dest",
+        alias = "name",
+        deserialize_with = "args::opt_string_like"
+    )]
     path: Option<String>,
     #[serde(default, deserialize_with = "args::bool_like")]
     follow: bool,
@@ -26,9 +31,20 @@ struct StatArgs {
     )]
     checksum_algorithm: Option<String>,
     // Accepted and ignored: no MIME database or lsattr is assumed on the host.
-    #[serde(default, alias = "mime", alias = "mime_type", alias = "mime-type", deserialize_with = "args::opt_bool_like")]
+    #[serde(
+        default,
+        alias = "mime",
+        alias = "mime_type",
+        alias = "mime-type",
+        deserialize_with = "args::opt_bool_like"
+    )]
     get_mime: Option<bool>,
-    #[serde(default, alias = "attr", alias = "attributes", deserialize_with = "args::opt_bool_like")]
+    #[serde(
+        default,
+        alias = "attr",
+        alias = "attributes",
+        deserialize_with = "args::opt_bool_like"
+    )]
     get_attributes: Option<bool>,
     #[serde(default, deserialize_with = "args::opt_bool_like")]
     get_md5: Option<bool>,
@@ -55,15 +71,16 @@ impl Module for Stat {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: StatArgs = parse_args("stat", raw, VALID)?;
         let _ = (a.get_mime, a.get_attributes, a.get_md5);
-        let path = a
-            .path
-            .clone()
-            .filter(|p| !p.is_empty())
-            .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "stat: `path` is required").at_opt(ctx.span.as_ref()))?;
+        let path = a.path.clone().filter(|p| !p.is_empty()).ok_or_else(|| {
+            Error::new(ErrorKind::ModuleArgs, "stat: `path` is required").at_opt(ctx.span.as_ref())
+        })?;
         let algo = a.checksum_algorithm.as_deref().unwrap_or("sha1");
         let checksum = Checksum::parse(algo).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, format!("stat: unknown checksum_algorithm {:?}", algo))
-                .help("use one of: md5, sha1, sha224, sha256, sha384, sha512")
+            Error::new(
+                ErrorKind::ModuleArgs,
+                format!("stat: unknown checksum_algorithm {:?}", algo),
+            )
+            .help("use one of: md5, sha1, sha224, sha256, sha384, sha512")
         })?;
         let opts = StatOptions {
             follow: a.follow,
@@ -136,8 +153,8 @@ pub fn stat_dict(path: &str, st: &RemoteStat) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::super::remote::{sha1_hex, sha256_hex};
     use super::super::remote::testutil::{args, ctx};
+    use super::super::remote::{sha1_hex, sha256_hex};
     use super::*;
     use serde_json::json;
 
@@ -148,7 +165,10 @@ mod tests {
         let f = dir.path().join("f");
         std::fs::write(&f, "data").unwrap();
         std::os::unix::fs::symlink("f", dir.path().join("l")).unwrap();
-        let r = Stat.run(&c, args(json!({"path": f.to_str().unwrap()}))).await.unwrap();
+        let r = Stat
+            .run(&c, args(json!({"path": f.to_str().unwrap()})))
+            .await
+            .unwrap();
         assert!(!r.changed);
         let s = &r.data["stat"];
         assert_eq!(s["exists"], json!(true));
@@ -159,18 +179,36 @@ mod tests {
         assert_eq!(s["mode"].as_str().unwrap().len(), 4);
         assert!(s["pw_name"].is_string());
         let l = dir.path().join("l");
-        let r = Stat.run(&c, args(json!({"path": l.to_str().unwrap(), "checksum_algorithm": "sha256"}))).await.unwrap();
+        let r = Stat
+            .run(
+                &c,
+                args(json!({"path": l.to_str().unwrap(), "checksum_algorithm": "sha256"})),
+            )
+            .await
+            .unwrap();
         let s = &r.data["stat"];
         assert_eq!(s["islnk"], json!(true));
         assert_eq!(s["lnk_target"], json!("f"));
         assert_eq!(s["lnk_source"], json!(f.to_str().unwrap()));
         assert_eq!(s["checksum"], json!(sha256_hex(b"data")));
-        let r = Stat.run(&c, args(json!({"path": l.to_str().unwrap(), "follow": true, "get_checksum": false}))).await.unwrap();
+        let r = Stat
+            .run(
+                &c,
+                args(json!({"path": l.to_str().unwrap(), "follow": true, "get_checksum": false})),
+            )
+            .await
+            .unwrap();
         assert_eq!(r.data["stat"]["isreg"], json!(true));
         assert!(r.data["stat"].get("checksum").is_none());
-        let r = Stat.run(&c, args(json!({"path": "/nonexistent/kk"}))).await.unwrap();
+        let r = Stat
+            .run(&c, args(json!({"path": "/nonexistent/kk"})))
+            .await
+            .unwrap();
         assert_eq!(r.data["stat"], json!({"exists": false}));
-        let e = Stat.run(&c, args(json!({"path": "/x", "get_chksum": true}))).await.unwrap_err();
+        let e = Stat
+            .run(&c, args(json!({"path": "/x", "get_chksum": true})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("get_chksum"));
     }
 }

@@ -73,21 +73,24 @@ impl Module for Template {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: TemplateArgs = parse_args("template", raw, VALID)?;
         let _ = (&a.output_encoding, a.follow, a.unsafe_writes);
-        let src = a
-            .src
-            .clone()
-            .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "template: `src` is required").at_opt(ctx.span.as_ref()))?;
-        let dest = a
-            .dest
-            .clone()
-            .filter(|d| !d.is_empty())
-            .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "template: `dest` is required").at_opt(ctx.span.as_ref()))?;
+        let src = a.src.clone().ok_or_else(|| {
+            Error::new(ErrorKind::ModuleArgs, "template: `src` is required")
+                .at_opt(ctx.span.as_ref())
+        })?;
+        let dest = a.dest.clone().filter(|d| !d.is_empty()).ok_or_else(|| {
+            Error::new(ErrorKind::ModuleArgs, "template: `dest` is required")
+                .at_opt(ctx.span.as_ref())
+        })?;
         if let Some(v) = &a.validate {
             check_validate(v)?;
         }
         let path = ctx.find_file("templates", &src)?;
         let source = std::fs::read_to_string(&path).map_err(|e| {
-            Error::new(ErrorKind::Io, format!("template: cannot read {}: {}", path.display(), e)).at_opt(ctx.span.as_ref())
+            Error::new(
+                ErrorKind::Io,
+                format!("template: cannot read {}: {}", path.display(), e),
+            )
+            .at_opt(ctx.span.as_ref())
         })?;
         // Ansible's template variables; the play's own variables win over them.
         let extras = minijinja::context! {
@@ -112,16 +115,23 @@ impl Module for Template {
                 .build()
                 .map_err(|e| convert_error(e, &source))?;
             env.set_syntax(syntax);
-            env.render_str(&source, &context).map_err(|e| convert_error(e, &source))
+            env.render_str(&source, &context)
+                .map_err(|e| convert_error(e, &source))
         }
-        .map_err(|e| e.note(format!("while rendering template {}", path.display())).at_opt(ctx.span.as_ref()))?;
+        .map_err(|e| {
+            e.note(format!("while rendering template {}", path.display()))
+                .at_opt(ctx.span.as_ref())
+        })?;
         let rendered = match a.newline_sequence.as_deref() {
             None | Some("\n") | Some("\\n") => rendered,
             Some("\r\n") | Some("\\r\\n") => rendered.replace("\r\n", "\n").replace('\n', "\r\n"),
             Some("\r") | Some("\\r") => rendered.replace("\r\n", "\n").replace('\n', "\r"),
             Some(other) => {
-                return Err(Error::new(ErrorKind::ModuleArgs, format!("template: unknown newline_sequence {:?}", other))
-                    .help("use \"\\n\", \"\\r\" or \"\\r\\n\""))
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("template: unknown newline_sequence {:?}", other),
+                )
+                .help("use \"\\n\", \"\\r\" or \"\\r\\n\""))
             }
         };
         put_file(
@@ -129,7 +139,9 @@ impl Module for Template {
             PutSpec {
                 data: rendered.into_bytes(),
                 dest,
-                src_name: path.file_name().map(|n| n.to_string_lossy().trim_end_matches(".j2").to_string()),
+                src_name: path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().trim_end_matches(".j2").to_string()),
                 src_label: Some(path.display().to_string()),
                 attrs: Attrs {
                     mode: a.mode,
@@ -174,17 +186,26 @@ mod tests {
         let mut c = ctx(dir.path(), json!({"ports": [80, 443], "name": "web"}));
         c.diff = true;
         c.check_mode = true;
-        let r = Template.run(&c, args(json!({"src": "cfg.j2", "dest": d, "mode": 416}))).await.unwrap();
+        let r = Template
+            .run(&c, args(json!({"src": "cfg.j2", "dest": d, "mode": 416})))
+            .await
+            .unwrap();
         assert!(r.changed);
         assert!(!dest.exists());
         let want = "# Ansible managed\nport=80\nport=443\nname=web\n";
         assert_eq!(r.diffs[0].after, want);
         c.check_mode = false;
-        let r = Template.run(&c, args(json!({"src": "cfg.j2", "dest": d, "mode": 416}))).await.unwrap();
+        let r = Template
+            .run(&c, args(json!({"src": "cfg.j2", "dest": d, "mode": 416})))
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), want);
         assert_eq!(mode_of(&dest), 0o640);
-        let r = Template.run(&c, args(json!({"src": "cfg.j2", "dest": d, "mode": 416}))).await.unwrap();
+        let r = Template
+            .run(&c, args(json!({"src": "cfg.j2", "dest": d, "mode": 416})))
+            .await
+            .unwrap();
         assert!(!r.changed);
         // A variable change shows up in the diff.
         let c2 = super::super::ModuleContext {
@@ -192,7 +213,10 @@ mod tests {
             diff: true,
             ..ctx(dir.path(), json!({}))
         };
-        let r = Template.run(&c2, args(json!({"src": "cfg.j2", "dest": d}))).await.unwrap();
+        let r = Template
+            .run(&c2, args(json!({"src": "cfg.j2", "dest": d})))
+            .await
+            .unwrap();
         assert!(r.changed);
         assert_eq!(r.diffs[0].before, want);
         assert_eq!(r.diffs[0].after, "# Ansible managed\nport=80\nname=web\n");
@@ -201,20 +225,42 @@ mod tests {
     #[tokio::test]
     async fn lstrip_and_errors() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("t.j2"), "a\n  {% if true %}\nb\n  {% endif %}\n").unwrap();
+        std::fs::write(
+            dir.path().join("t.j2"),
+            "a\n  {% if true %}\nb\n  {% endif %}\n",
+        )
+        .unwrap();
         let dest = dir.path().join("out");
         let c = ctx(dir.path(), json!({}));
         Template
-            .run(&c, args(json!({"src": "t.j2", "dest": dest.to_str().unwrap(), "lstrip_blocks": true})))
+            .run(
+                &c,
+                args(json!({"src": "t.j2", "dest": dest.to_str().unwrap(), "lstrip_blocks": true})),
+            )
             .await
             .unwrap();
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), "a\nb\n");
         std::fs::write(dir.path().join("bad.j2"), "{{ missing_var }}\n").unwrap();
-        let e = Template.run(&c, args(json!({"src": "bad.j2", "dest": dest.to_str().unwrap()}))).await.unwrap_err();
+        let e = Template
+            .run(
+                &c,
+                args(json!({"src": "bad.j2", "dest": dest.to_str().unwrap()})),
+            )
+            .await
+            .unwrap_err();
         assert!(e.notes.iter().any(|n| n.contains("bad.j2")), "{e:?}");
-        let e = Template.run(&c, args(json!({"src": "nope.j2", "dest": "/tmp/x"}))).await.unwrap_err();
+        let e = Template
+            .run(&c, args(json!({"src": "nope.j2", "dest": "/tmp/x"})))
+            .await
+            .unwrap_err();
         assert!(e.message.contains("nope.j2"));
-        let e = Template.run(&c, args(json!({"src": "t.j2", "dest": "/tmp/x", "mdoe": "0644"}))).await.unwrap_err();
+        let e = Template
+            .run(
+                &c,
+                args(json!({"src": "t.j2", "dest": "/tmp/x", "mdoe": "0644"})),
+            )
+            .await
+            .unwrap_err();
         assert!(e.message.contains("mdoe"));
     }
 }
