@@ -247,6 +247,7 @@ def run_ansible(fx: Fixture, tmp: str, timeout: float) -> Run:
             "ANSIBLE_DEPRECATION_WARNINGS": "False",
             "ANSIBLE_LOCAL_TEMP": os.path.join(tmp, "ansible-local"),
             "ANSIBLE_FORKS": "5",
+            "ANSIBLE_PIPELINING": "True",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
     )

@@ -124,6 +124,13 @@ class CallbackModule(CallbackBase):
         changed = bool(raw.get("changed", False))
         if status == "ok" and changed:
             status = "changed"
+        result_dict = _clean(dict(raw))
+        # Ansible strips the status keys from what callbacks see (the event type says
+        # it); the registered variable has them, so put them back.
+        if status == "failed":
+            result_dict["failed"] = True
+        elif status == "skipped":
+            result_dict["skipped"] = True
         ev = {
             "event": "host_result",
             "task": str(task.name or task.action),
@@ -131,7 +138,7 @@ class CallbackModule(CallbackBase):
             "status": status,
             "changed": changed,
             "ignored": bool(ignored),
-            "result": _clean(dict(raw)),
+            "result": result_dict,
         }
         if task._role:
             ev["role"] = task._role.get_name(include_role_fqcn=False)
