@@ -96,6 +96,17 @@ class CallbackModule(CallbackBase):
             hosts = [h.name for h in inventory.get_hosts(play.hosts, order=play.order)]
         except Exception:  # noqa: BLE001 - the host list is informative only
             hosts = []
+        # Hosts that failed (or were unreachable) in an earlier play do not run this one.
+        # Only the TaskQueueManager knows them; it is the caller of this callback.
+        gone = set()
+        frame = sys._getframe(1)
+        while frame is not None:
+            tqm = frame.f_locals.get("self")
+            if hasattr(tqm, "_failed_hosts") and hasattr(tqm, "_unreachable_hosts"):
+                gone = set(tqm._failed_hosts) | set(tqm._unreachable_hosts)
+                break
+            frame = frame.f_back
+        hosts = [h for h in hosts if h not in gone]
         self._emit({"event": "play_start", "play": self._play_name, "hosts": hosts})
 
     def _task_start(self, task, handler):
