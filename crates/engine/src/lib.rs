@@ -5,8 +5,11 @@
 
 pub mod connect;
 pub mod error;
+pub mod exec;
 pub mod inventory;
 pub mod modules;
+pub mod project;
+pub mod report;
 pub mod template;
 pub mod vars;
 pub mod yaml;

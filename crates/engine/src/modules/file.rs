@@ -355,7 +355,7 @@ impl Module for File {
                         act.push_str(&qpath(&anc));
                     }
                     act.push_str(
-                        "; do\n  if [ ! -d \"$d\" ]; then\n    mkdir -- \"$d\" || exit 70\n",
+                        "; do\n  if [ ! -d \"$d\" ]; then\n    mkdir -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || exit 70\n",
                     );
                     act.push_str(&indent(&attrs.script("d", false), "    "));
                     act.push_str("  fi\ndone\n");

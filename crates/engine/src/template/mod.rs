@@ -89,6 +89,10 @@ impl Templar {
         }
         if let Some(expr) = single_expression(s) {
             let v = self.eval_expr(expr, ctx).map_err(|e| e.note(format!("in `{}`", s)))?;
+            if v.is_undefined() {
+                // Rendering as text fails with minijinja's explanation, which names the variable.
+                self.render_text(s, ctx)?;
+            }
             return to_json(&v, s);
         }
         self.render_text(s, ctx).map(Value::String)

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::template::{is_template, to_mj, Templar};
 
 pub mod facts;
+pub mod input;
 
 /// A map of variables.
 pub type VarMap = Map<String, Value>;
@@ -104,8 +105,9 @@ impl Layers {
 /// Variables that are not stored in layers but computed per host and task.
 #[derive(Clone, Default, Debug)]
 pub struct Magic {
-    /// Fixed-value magic variables (`inventory_hostname`, `groups`, `play_hosts` …).
-    pub values: Arc<VarMap>,
+    /// Fixed-value magic variables (`inventory_hostname`, `groups`, `play_hosts` …),
+    /// in several shared maps (per play, per host, per loop item), first match wins.
+    pub values: Vec<Arc<VarMap>>,
     /// `hostvars`, resolving other hosts lazily.
     pub hostvars: Option<minijinja::Value>,
 }
@@ -153,8 +155,10 @@ impl VarView {
     }
 
     fn lookup(self: &Arc<Self>, key: &str) -> Option<minijinja::Value> {
-        if let Some(v) = self.magic.values.get(key) {
-            return Some(to_mj(v));
+        for m in &self.magic.values {
+            if let Some(v) = m.get(key) {
+                return Some(to_mj(v));
+            }
         }
         match key {
             "hostvars" => return self.magic.hostvars.clone(),
@@ -214,17 +218,25 @@ impl Object for VarView {
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        let mut keys: Vec<minijinja::Value> =
-            self.magic.values.keys().map(|k| minijinja::Value::from(k.as_str())).collect();
+        let mut keys: Vec<minijinja::Value> = self
+            .magic
+            .values
+            .iter()
+            .flat_map(|m| m.keys())
+            .map(|k| minijinja::Value::from(k.as_str()))
+            .collect();
         keys.extend(self.layers.keys().into_iter().map(minijinja::Value::from));
         Enumerator::Values(keys)
     }
 }
 
+/// Builds the view of a host by name; `None` for unknown hosts.
+pub type HostResolver = Box<dyn Fn(&str) -> Option<Arc<VarView>> + Send + Sync>;
+
 /// `hostvars`: every host's view, built on first access.
 pub struct HostVars {
-    /// Builds the view of a host by name; `None` for unknown hosts.
-    pub resolve: Box<dyn Fn(&str) -> Option<Arc<VarView>> + Send + Sync>,
+    /// Builds the view of a host by name.
+    pub resolve: HostResolver,
     /// Host names, in inventory order, for iteration.
     pub names: Vec<String>,
     cache: Mutex<HashMap<String, minijinja::Value>>,
@@ -232,7 +244,7 @@ pub struct HostVars {
 
 impl HostVars {
     /// A lazily resolving `hostvars` object.
-    pub fn new(names: Vec<String>, resolve: Box<dyn Fn(&str) -> Option<Arc<VarView>> + Send + Sync>) -> HostVars {
+    pub fn new(names: Vec<String>, resolve: HostResolver) -> HostVars {
         HostVars {
             resolve,
             names,

@@ -1,0 +1,723 @@
+//! The executor: plays in order, hosts in batches (`serial`), task lists walked with
+//! Ansible's semantics (linear by default, `free` on request), blocks with rescue and
+//! always, dynamic includes, handlers, and the recap.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use indexmap::{IndexMap, IndexSet};
+use serde_json::Value;
+
+use crate::connect::local::LocalConnection;
+use crate::connect::Connection;
+use crate::error::{Error, ErrorKind, Result};
+use crate::inventory::Inventory;
+use crate::project::{load_playbook, Inherited, Loader, Play, RoleScope, Strategy, Task, TaskKind};
+use crate::report::{Counts, Event, Reporter};
+use crate::template::{Templar, OMIT};
+use crate::vars::{HostVars, Layers, Magic, VarMap, VarView};
+
+pub mod tags;
+mod task;
+
+pub use tags::TagFilter;
+
+/// Everything a run needs besides the reporter.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The playbook file.
+    pub playbook: PathBuf,
+    /// The inventory.
+    pub inventory: Inventory,
+    /// `spec` of the Config file (layer 2).
+    pub config: VarMap,
+    /// `-e` and `--set` (layer 11).
+    pub extra_vars: VarMap,
+    /// `--tags` / `--skip-tags`.
+    pub tags: TagFilter,
+    /// `--limit`.
+    pub limit: Option<String>,
+    /// `--check`.
+    pub check: bool,
+    /// `--diff`.
+    pub diff: bool,
+    /// `--forks`.
+    pub forks: usize,
+    /// Extra role directories.
+    pub roles_path: Vec<PathBuf>,
+}
+
+/// How the run ended, as Ansible's exit codes say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// 0 ok, 2 a host failed, 3 a host unreachable.
+    pub exit_code: i32,
+}
+
+/// Per-host state that lives for the whole run.
+#[derive(Debug, Default, Clone)]
+struct HostState {
+    facts: Arc<VarMap>,
+    runtime: Arc<VarMap>,
+    counts: Counts,
+    failed: bool,
+    unreachable: bool,
+    ended: bool,
+    notified: IndexSet<String>,
+}
+
+/// Keywords in force at a point of the task tree, accumulated from outer to inner.
+#[derive(Clone, Default)]
+struct Scope {
+    attrs: Inherited,
+    environment: Vec<Value>,
+    roles: Vec<RoleScope>,
+    vars: Vec<Arc<VarMap>>,
+    rescuable: bool,
+}
+
+fn pick(inner: &Option<Value>, outer: &Option<Value>) -> Option<Value> {
+    inner.clone().or_else(|| outer.clone())
+}
+
+impl Scope {
+    fn child(&self, a: &Inherited) -> Scope {
+        let o = &self.attrs;
+        let mut when = o.when.clone();
+        when.extend(a.when.iter().cloned());
+        let mut tags = o.tags.clone();
+        for t in &a.tags {
+            if !tags.contains(t) {
+                tags.push(t.clone());
+            }
+        }
+        let mut environment = self.environment.clone();
+        if let Some(e) = &a.environment {
+            environment.push(e.clone());
+        }
+        let mut vars = self.vars.clone();
+        if !a.vars.is_empty() {
+            vars.push(a.vars.clone());
+        }
+        Scope {
+            attrs: Inherited {
+                when,
+                tags,
+                become_: pick(&a.become_, &o.become_),
+                become_user: pick(&a.become_user, &o.become_user),
+                become_method: a.become_method.clone().or_else(|| o.become_method.clone()),
+                environment: None,
+                ignore_errors: pick(&a.ignore_errors, &o.ignore_errors),
+                ignore_unreachable: pick(&a.ignore_unreachable, &o.ignore_unreachable),
+                check_mode: pick(&a.check_mode, &o.check_mode),
+                diff: pick(&a.diff, &o.diff),
+                no_log: pick(&a.no_log, &o.no_log),
+                run_once: pick(&a.run_once, &o.run_once),
+                delegate_to: pick(&a.delegate_to, &o.delegate_to),
+                delegate_facts: pick(&a.delegate_facts, &o.delegate_facts),
+                any_errors_fatal: pick(&a.any_errors_fatal, &o.any_errors_fatal),
+                timeout: pick(&a.timeout, &o.timeout),
+                throttle: pick(&a.throttle, &o.throttle),
+                vars: Arc::new(VarMap::new()),
+            },
+            environment,
+            roles: self.roles.clone(),
+            vars,
+            rescuable: self.rescuable,
+        }
+    }
+}
+
+/// State of one play (or one `serial` batch of it).
+struct PlayCtx {
+    play: Play,
+    name: String,
+    vars: Arc<VarMap>,
+    magic: RwLock<Arc<VarMap>>,
+    batch: Vec<String>,
+    abort: AtomicBool,
+}
+
+/// The run: shared by every task future.
+pub(crate) struct Runner {
+    opts: RunOptions,
+    templar: Arc<Templar>,
+    reporter: Arc<dyn Reporter>,
+    loader: Loader,
+    inventory: RwLock<Inventory>,
+    inv_vars: RwLock<HashMap<String, Arc<VarMap>>>,
+    hosts: Mutex<IndexMap<String, HostState>>,
+    conns: Mutex<HashMap<String, Arc<dyn Connection>>>,
+    config: Arc<VarMap>,
+    extra: Arc<VarMap>,
+}
+
+/// Loads a playbook and runs it; errors in the files come back as `Err` (exit code 4).
+pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Result<Outcome> {
+    let start = Instant::now();
+    let playbook = load_playbook(&opts.playbook, opts.roles_path.clone())?;
+    let playbook_dir = opts.playbook.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+    let abs_dir = std::fs::canonicalize(if playbook_dir.as_os_str().is_empty() { PathBuf::from(".") } else { playbook_dir.clone() })
+        .unwrap_or(playbook_dir.clone());
+    let runner = Arc::new(Runner {
+        templar: Arc::new(Templar::new()),
+        reporter,
+        loader: Loader {
+            playbook_dir: abs_dir,
+            roles_path: opts.roles_path.clone(),
+        },
+        inventory: RwLock::new(opts.inventory.clone()),
+        inv_vars: RwLock::new(HashMap::new()),
+        hosts: Mutex::new(IndexMap::new()),
+        conns: Mutex::new(HashMap::new()),
+        config: Arc::new(opts.config.clone()),
+        extra: Arc::new(opts.extra_vars.clone()),
+        opts,
+    });
+    for play in playbook.plays {
+        if !runner.clone().run_play(play).await? {
+            break;
+        }
+    }
+    let conns: Vec<_> = runner.conns.lock().unwrap().drain().map(|(_, c)| c).collect();
+    for c in conns {
+        c.close().await;
+    }
+    let hosts = runner.hosts.lock().unwrap().clone();
+    let mut recap = IndexMap::new();
+    let mut code = 0;
+    for (h, st) in &hosts {
+        recap.insert(h.clone(), st.counts);
+        if st.counts.failed > 0 || st.failed {
+            code = 2;
+        } else if (st.counts.unreachable > 0 || st.unreachable) && code == 0 {
+            code = 3;
+        }
+    }
+    runner.reporter.event(&Event::Recap {
+        hosts: recap,
+        elapsed_s: (start.elapsed().as_secs_f64() * 100.0).round() / 100.0,
+    });
+    Ok(Outcome { exit_code: code })
+}
+
+impl Runner {
+    fn inventory_vars(&self, host: &str) -> Arc<VarMap> {
+        if let Some(v) = self.inv_vars.read().unwrap().get(host) {
+            return v.clone();
+        }
+        let v = Arc::new(self.inventory.read().unwrap().host_vars(host));
+        self.inv_vars.write().unwrap().insert(host.to_string(), v.clone());
+        v
+    }
+
+    fn state(&self, host: &str) -> HostState {
+        self.hosts.lock().unwrap().get(host).cloned().unwrap_or_default()
+    }
+
+    fn with_state<R>(&self, host: &str, f: impl FnOnce(&mut HostState) -> R) -> R {
+        let mut hosts = self.hosts.lock().unwrap();
+        f(hosts.entry(host.to_string()).or_default())
+    }
+
+    fn play_magic(&self, pc_dir: &std::path::Path, batch: &[String], all_play_hosts: &[String], play_name: &str) -> VarMap {
+        let inv = self.inventory.read().unwrap();
+        let mut m = VarMap::new();
+        let groups: serde_json::Map<String, Value> =
+            inv.groups().into_iter().map(|(k, v)| (k, Value::from(v))).collect();
+        m.insert("groups".into(), Value::Object(groups));
+        m.insert("play_hosts".into(), Value::from(batch.to_vec()));
+        m.insert("ansible_play_batch".into(), Value::from(batch.to_vec()));
+        m.insert("ansible_play_hosts".into(), Value::from(batch.to_vec()));
+        m.insert("ansible_play_hosts_all".into(), Value::from(all_play_hosts.to_vec()));
+        m.insert("ansible_play_name".into(), Value::from(play_name));
+        let dir = if pc_dir.as_os_str().is_empty() { self.loader.playbook_dir.clone() } else { std::fs::canonicalize(pc_dir).unwrap_or(pc_dir.to_path_buf()) };
+        m.insert("playbook_dir".into(), Value::from(dir.display().to_string()));
+        m.insert("ansible_check_mode".into(), Value::from(self.opts.check));
+        m.insert("ansible_diff_mode".into(), Value::from(self.opts.diff));
+        m.insert("ansible_run_tags".into(), Value::from(if self.opts.tags.only.is_empty() { vec!["all".to_string()] } else { self.opts.tags.only.clone() }));
+        m.insert("ansible_skip_tags".into(), Value::from(self.opts.tags.skip.clone()));
+        m.insert("ansible_version".into(), serde_json::json!({"full": "2.19.0", "major": 2, "minor": 19, "revision": 0, "string": "2.19.0 (kk)"}));
+        m.insert("omit".into(), Value::from(OMIT));
+        m
+    }
+
+    /// The layers a host sees outside any role/block/task scope (what `hostvars[h]` shows).
+    fn base_layers(&self, host: &str, play_vars: &Arc<VarMap>) -> Layers {
+        let st = self.state(host);
+        let mut l = Layers::default();
+        l.push(self.config.clone());
+        l.push(self.inventory_vars(host));
+        l.push(st.facts.clone());
+        l.push(play_vars.clone());
+        l.push(st.runtime.clone());
+        l.push(self.extra.clone());
+        l
+    }
+
+    fn host_magic(&self, host: &str) -> Arc<VarMap> {
+        let mut m = VarMap::new();
+        m.insert("inventory_hostname".into(), Value::from(host));
+        m.insert("inventory_hostname_short".into(), Value::from(host.split('.').next().unwrap_or(host)));
+        m.insert("group_names".into(), Value::from(self.inventory.read().unwrap().group_names(host)));
+        Arc::new(m)
+    }
+
+    fn hostvars(self: &Arc<Self>, play_vars: Arc<VarMap>) -> minijinja::Value {
+        let me = self.clone();
+        let mut names = self.inventory.read().unwrap().host_names();
+        if !names.iter().any(|n| n == "localhost") && self.hosts.lock().unwrap().contains_key("localhost") {
+            names.push("localhost".into());
+        }
+        let known: IndexSet<String> = names.iter().cloned().collect();
+        let hv = HostVars::new(
+            names,
+            Box::new(move |name: &str| {
+                if !known.contains(name) && name != "localhost" {
+                    return None;
+                }
+                let magic = Magic { values: vec![me.host_magic(name)], hostvars: None };
+                Some(VarView::new(me.base_layers(name, &play_vars), magic, me.templar.clone()))
+            }),
+        );
+        minijinja::Value::from_object(hv)
+    }
+
+    /// The full view of a host's variables inside a scope.
+    fn view(&self, pc: &PlayCtx, scope: &Scope, host: &str, top: Option<Arc<VarMap>>, hostvars: &minijinja::Value) -> Arc<VarView> {
+        let st = self.state(host);
+        let mut l = Layers::default();
+        for r in &scope.roles {
+            l.push(r.role.defaults.clone());
+        }
+        l.push(self.config.clone());
+        l.push(self.inventory_vars(host));
+        l.push(st.facts.clone());
+        l.push(pc.vars.clone());
+        for r in &scope.roles {
+            l.push(r.role.vars.clone());
+            l.push(r.params.clone());
+        }
+        for v in &scope.vars {
+            l.push(v.clone());
+        }
+        l.push(st.runtime.clone());
+        l.push(self.extra.clone());
+        if let Some(t) = top {
+            l.push(t);
+        }
+        let mut values = vec![self.host_magic(host)];
+        if let Some(r) = scope.roles.last() {
+            let mut m = VarMap::new();
+            m.insert("role_path".into(), Value::from(r.role.path.display().to_string()));
+            m.insert("role_name".into(), Value::from(r.role.name.clone()));
+            m.insert("ansible_role_name".into(), Value::from(r.role.name.clone()));
+            let parents: Vec<String> = scope.roles.iter().rev().skip(1).map(|r| r.role.name.clone()).collect();
+            m.insert("ansible_parent_role_names".into(), Value::from(parents));
+            values.push(Arc::new(m));
+        }
+        values.push(pc.magic.read().unwrap().clone());
+        VarView::new(l, Magic { values, hostvars: Some(hostvars.clone()) }, self.templar.clone())
+    }
+
+    /// The connection to a host, opened on first use and kept for the run.
+    fn connection(&self, host: &str, view: &Arc<VarView>) -> Result<Arc<dyn Connection>> {
+        if let Some(c) = self.conns.lock().unwrap().get(host) {
+            return Ok(c.clone());
+        }
+        let conn_type = view
+            .get_json("ansible_connection")?
+            .and_then(|v| v.as_str().map(str::to_string))
+            .or_else(|| {
+                view.get_json("connector").ok().flatten().and_then(|c| c.get("type").and_then(|t| t.as_str()).map(str::to_string))
+            });
+        let is_local = match conn_type.as_deref() {
+            Some("local") => true,
+            Some("ssh") | Some("smart") | Some("paramiko") => false,
+            Some(other) => {
+                return Err(Error::new(ErrorKind::Connection, format!("unknown connection type `{}` for host {}", other, host))
+                    .help("use `local` or `ssh`"))
+            }
+            None => host == "localhost" || host == "127.0.0.1",
+        };
+        if !is_local {
+            return Err(Error::new(ErrorKind::Connection, format!("host {} needs an SSH connection, which this build of kk does not support yet", host))
+                .help("set `ansible_connection: local` (or `connector: {type: local}`) to run on the controller"));
+        }
+        let c: Arc<dyn Connection> = Arc::new(LocalConnection::new());
+        self.conns.lock().unwrap().insert(host.to_string(), c.clone());
+        Ok(c)
+    }
+
+    fn emit(&self, e: Event) {
+        self.reporter.event(&e);
+    }
+
+    fn warn(&self, msg: impl Into<String>) {
+        self.emit(Event::Warning { msg: msg.into() });
+    }
+
+    /// Resolves the play's host patterns (templated with extra vars and config).
+    fn play_hosts(&self, play: &Play) -> Result<Vec<String>> {
+        let mut l = Layers::default();
+        l.push(self.config.clone());
+        l.push(self.extra.clone());
+        let view = VarView::new(l, Magic::default(), self.templar.clone());
+        let ctx = view.context();
+        let rendered = self.templar.render_value(&play.hosts, &ctx).map_err(|e| e.at(&play.span))?;
+        let patterns: Vec<String> = match rendered {
+            Value::String(s) => vec![s],
+            Value::Array(items) => items.iter().map(crate::project::value_text).collect(),
+            other => vec![crate::project::value_text(&other)],
+        };
+        let inv = self.inventory.read().unwrap();
+        let pattern = patterns.join(":");
+        let mut hosts = inv.select(&pattern).map_err(|e| e.at(&play.span))?;
+        if let Some(limit) = &self.opts.limit {
+            let allowed = inv.select(limit)?;
+            hosts.retain(|h| allowed.contains(h));
+        }
+        Ok(hosts)
+    }
+
+    /// Runs one play; returns false when the run must stop (a fatal error).
+    fn run_play(self: Arc<Self>, play: Play) -> BoxFuture<'static, Result<bool>> {
+        Box::pin(async move {
+            let hosts = self.play_hosts(&play)?;
+            let name = play.name.clone();
+            self.emit(Event::PlayStart { play: name.clone(), hosts: hosts.clone() });
+            if hosts.is_empty() {
+                self.warn(format!("no hosts matched the play's pattern {}", play.hosts));
+                return Ok(true);
+            }
+            for h in &hosts {
+                self.with_state(h, |s| {
+                    s.ended = false;
+                    s.failed = false;
+                });
+            }
+            let batches = serial_batches(&play.serial, &hosts)?;
+            for batch in batches {
+                let pc = Arc::new(self.prepare_play(&play, &batch, &hosts)?);
+                self.clone().run_batch(pc.clone()).await?;
+                if pc.abort.load(Ordering::SeqCst) {
+                    break;
+                }
+                // A batch where every host failed ends the play (Ansible's rule).
+                let all_failed = batch.iter().all(|h| {
+                    let s = self.state(h);
+                    s.failed || s.unreachable
+                });
+                if all_failed {
+                    break;
+                }
+            }
+            Ok(true)
+        })
+    }
+
+    fn prepare_play(&self, play: &Play, batch: &[String], all: &[String]) -> Result<PlayCtx> {
+        let mut vars = (*play.attrs.vars).clone();
+        let name = if crate::template::is_template(&play.name) {
+            let mut l = Layers::default();
+            l.push(self.config.clone());
+            l.push(Arc::new(vars.clone()));
+            l.push(self.extra.clone());
+            let v = VarView::new(l, Magic::default(), self.templar.clone());
+            crate::project::value_text(&self.templar.render_str(&play.name, &v.context()).map_err(|e| e.at(&play.span))?)
+        } else {
+            play.name.clone()
+        };
+        for (file, span) in &play.vars_files {
+            let mut l = Layers::default();
+            l.push(self.config.clone());
+            l.push(Arc::new(vars.clone()));
+            l.push(self.extra.clone());
+            let v = VarView::new(l, Magic::default(), self.templar.clone());
+            let rendered = self.templar.render_value(file, &v.context()).map_err(|e| e.at(span))?;
+            let candidates: Vec<String> = match rendered {
+                Value::Array(items) => items.iter().map(crate::project::value_text).collect(),
+                other => vec![crate::project::value_text(&other)],
+            };
+            let mut loaded = false;
+            for c in &candidates {
+                let p = play.dir.join(c);
+                if p.is_file() {
+                    let node = crate::yaml::load_file(&p)?;
+                    crate::vars::merge_maps(&mut vars, &node.to_map("vars_files")?);
+                    loaded = true;
+                    break;
+                }
+            }
+            if !loaded {
+                return Err(Error::new(ErrorKind::Io, format!("vars file {} not found", candidates.join(" or "))).at(span));
+            }
+        }
+        let magic = self.play_magic(&play.dir, batch, all, &name);
+        Ok(PlayCtx {
+            play: play.clone(),
+            name,
+            vars: Arc::new(vars),
+            magic: RwLock::new(Arc::new(magic)),
+            batch: batch.to_vec(),
+            abort: AtomicBool::new(false),
+        })
+    }
+
+    fn run_batch(self: Arc<Self>, pc: Arc<PlayCtx>) -> BoxFuture<'static, Result<()>> {
+        Box::pin(async move {
+            let scope = Scope {
+                attrs: Inherited { vars: Arc::new(VarMap::new()), ..pc.play.attrs.clone() },
+                environment: pc.play.attrs.environment.iter().cloned().collect(),
+                ..Default::default()
+            };
+            let gather = match &pc.play.gather_facts {
+                None => true,
+                Some(v) => crate::modules::args::to_bool(v).unwrap_or(true),
+            };
+            if gather {
+                self.gather_facts(&pc, &scope).await;
+            }
+            let sections: [(&str, Vec<Task>); 3] = [
+                ("pre_tasks", pc.play.pre_tasks.clone()),
+                ("tasks", pc.play.roles.iter().chain(pc.play.tasks.iter()).cloned().collect()),
+                ("post_tasks", pc.play.post_tasks.clone()),
+            ];
+            for (_, tasks) in sections {
+                if tasks.is_empty() {
+                    continue;
+                }
+                let hosts = self.active(&pc, &pc.batch);
+                if pc.play.strategy == Strategy::Free {
+                    let futs = hosts.iter().map(|h| self.clone().run_list(pc.clone(), tasks.clone(), vec![h.clone()], scope.clone()));
+                    futures::future::join_all(futs).await;
+                } else {
+                    self.clone().run_list(pc.clone(), tasks, hosts, scope.clone()).await;
+                }
+                self.clone().flush_handlers(pc.clone(), scope.clone()).await;
+                if pc.abort.load(Ordering::SeqCst) {
+                    break;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    async fn gather_facts(self: &Arc<Self>, pc: &Arc<PlayCtx>, scope: &Scope) {
+        let task = Task {
+            name: Some("Gathering Facts".into()),
+            kind: TaskKind::Module { module: "setup".into(), args: VarMap::new() },
+            attrs: Inherited::default(),
+            own: Default::default(),
+            span: pc.play.span.clone(),
+            dir: pc.play.dir.clone(),
+        };
+        let hosts = self.active(pc, &pc.batch);
+        self.clone().run_tasks_on_hosts(pc.clone(), task, hosts, scope.clone(), true).await;
+    }
+
+    /// Hosts of a list that can still run tasks.
+    fn active(&self, pc: &PlayCtx, hosts: &[String]) -> Vec<String> {
+        if pc.abort.load(Ordering::SeqCst) {
+            return Vec::new();
+        }
+        let states = self.hosts.lock().unwrap();
+        hosts
+            .iter()
+            .filter(|h| states.get(*h).map(|s| !s.failed && !s.unreachable && !s.ended).unwrap_or(true))
+            .cloned()
+            .collect()
+    }
+
+    /// Runs a task list on hosts, each task on all of them before the next (linear).
+    fn run_list(self: Arc<Self>, pc: Arc<PlayCtx>, tasks: Vec<Task>, hosts: Vec<String>, scope: Scope) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            for t in tasks {
+                let active = self.active(&pc, &hosts);
+                if active.is_empty() {
+                    break;
+                }
+                self.clone().run_entry(pc.clone(), t, active, scope.clone()).await;
+            }
+        })
+    }
+
+    fn run_entry(self: Arc<Self>, pc: Arc<PlayCtx>, t: Task, hosts: Vec<String>, scope: Scope) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            match &t.kind {
+                TaskKind::Block { block, rescue, always, role } => {
+                    let mut inner = scope.child(&t.attrs);
+                    if let Some(r) = role {
+                        inner.roles.push(r.clone());
+                    }
+                    self.run_block(pc, block.clone(), rescue.clone(), always.clone(), hosts, inner).await;
+                }
+                TaskKind::Meta(what) => self.clone().run_meta(pc, &t, what, hosts, scope).await,
+                TaskKind::IncludeTasks { .. } | TaskKind::IncludeRole { .. } => self.run_include(pc, t, hosts, scope).await,
+                TaskKind::Module { .. } => {
+                    let inner = scope.child(&t.attrs);
+                    if !self.opts.tags.selects(&inner.attrs.tags) {
+                        return;
+                    }
+                    self.run_tasks_on_hosts(pc, t, hosts, scope, false).await;
+                }
+            }
+        })
+    }
+
+    fn run_block(self: Arc<Self>, pc: Arc<PlayCtx>, block: Vec<Task>, rescue: Vec<Task>, always: Vec<Task>, hosts: Vec<String>, scope: Scope) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let mut body_scope = scope.clone();
+            if !rescue.is_empty() {
+                body_scope.rescuable = true;
+            }
+            self.clone().run_list(pc.clone(), block, hosts.clone(), body_scope).await;
+            let failed: Vec<String> = hosts.iter().filter(|h| { let s = self.state(h); s.failed && !s.unreachable }).cloned().collect();
+            if !rescue.is_empty() && !failed.is_empty() && !pc.abort.load(Ordering::SeqCst) {
+                for h in &failed {
+                    self.with_state(h, |s| s.failed = false);
+                }
+                self.clone().run_list(pc.clone(), rescue, failed.clone(), scope.clone()).await;
+            }
+            if !always.is_empty() {
+                let still_failed: Vec<String> = hosts.iter().filter(|h| { let s = self.state(h); s.failed && !s.unreachable }).cloned().collect();
+                for h in &still_failed {
+                    self.with_state(h, |s| s.failed = false);
+                }
+                let run_on: Vec<String> = hosts.iter().filter(|h| { let s = self.state(h); !s.unreachable && !s.ended }).cloned().collect();
+                self.clone().run_list(pc.clone(), always, run_on, scope.clone()).await;
+                for h in &still_failed {
+                    self.with_state(h, |s| s.failed = true);
+                }
+            }
+        })
+    }
+
+    async fn run_meta(self: Arc<Self>, pc: Arc<PlayCtx>, t: &Task, what: &str, hosts: Vec<String>, scope: Scope) {
+        let inner = scope.child(&t.attrs);
+        // Conditions on meta tasks are evaluated per host (except flush_handlers, which has none).
+        let hv = self.hostvars(pc.vars.clone());
+        let mut selected = Vec::new();
+        for h in &hosts {
+            let view = self.view(&pc, &inner, h, None, &hv);
+            match self.templar.eval_condition(&Value::Array(inner.attrs.when.clone()), &view.context()) {
+                Ok(true) => selected.push(h.clone()),
+                Ok(false) => {}
+                Err(e) => self.warn(format!("meta {}: {}", what, e.message)),
+            }
+        }
+        match what {
+            "flush_handlers" => self.flush_handlers(pc, scope).await,
+            "end_play" | "end_batch" if !selected.is_empty() => {
+                for h in &pc.batch {
+                    self.with_state(h, |s| s.ended = true);
+                }
+                pc.abort.store(what == "end_play", Ordering::SeqCst);
+            }
+            "end_host" => {
+                for h in &selected {
+                    self.with_state(h, |s| s.ended = true);
+                }
+            }
+            "clear_host_errors" => {
+                for h in &pc.batch {
+                    self.with_state(h, |s| s.failed = false);
+                }
+            }
+            "clear_facts" => {
+                for h in &selected {
+                    self.with_state(h, |s| s.facts = Arc::new(VarMap::new()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn flush_handlers(self: Arc<Self>, pc: Arc<PlayCtx>, scope: Scope) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let handlers = pc.play.handlers.clone();
+            for h in handlers {
+                let hname = h.name.clone().unwrap_or_default();
+                let listens = h.own.listen.clone();
+                let targets: Vec<String> = {
+                    let mut states = self.hosts.lock().unwrap();
+                    pc.batch
+                        .iter()
+                        .filter(|host| {
+                            let Some(s) = states.get_mut(*host) else { return false };
+                            let hit = s.notified.iter().any(|n| *n == hname || listens.contains(n));
+                            if hit {
+                                s.notified.retain(|n| *n != hname && !listens.contains(n));
+                            }
+                            hit && !s.unreachable && !s.ended && (!s.failed || pc.play.force_handlers)
+                        })
+                        .cloned()
+                        .collect()
+                };
+                if targets.is_empty() {
+                    continue;
+                }
+                let mut handler = h.clone();
+                handler.own.listen.clear();
+                self.clone().run_entry(pc.clone(), handler, targets, scope.clone()).await;
+            }
+        })
+    }
+}
+
+/// Splits hosts into `serial` batches: an int, "N%", or a list of them (the last repeats).
+fn serial_batches(serial: &Option<Value>, hosts: &[String]) -> Result<Vec<Vec<String>>> {
+    let Some(serial) = serial else { return Ok(vec![hosts.to_vec()]) };
+    let sizes: Vec<Value> = match serial {
+        Value::Array(items) => items.clone(),
+        other => vec![other.clone()],
+    };
+    let total = hosts.len();
+    let size_of = |v: &Value| -> Result<usize> {
+        let n = match v {
+            Value::Number(n) => n.as_f64().unwrap_or(0.0) as usize,
+            Value::String(s) if s.trim().ends_with('%') => {
+                let pct: f64 = s.trim().trim_end_matches('%').parse().map_err(|_| Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s)))?;
+                ((total as f64) * pct / 100.0) as usize
+            }
+            Value::String(s) => s.trim().parse().map_err(|_| Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s)))?,
+            other => return Err(Error::new(ErrorKind::Syntax, format!("bad serial value {}", other))),
+        };
+        Ok(n.max(1))
+    };
+    if sizes.is_empty() {
+        return Ok(vec![hosts.to_vec()]);
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut k = 0;
+    while i < total {
+        let n = size_of(&sizes[k.min(sizes.len() - 1)])?;
+        let end = (i + n).min(total);
+        out.push(hosts[i..end].to_vec());
+        i = end;
+        k += 1;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::serial_batches;
+    use serde_json::json;
+
+    #[test]
+    fn serial() {
+        let hosts: Vec<String> = (1..=5).map(|i| format!("h{}", i)).collect();
+        let b = serial_batches(&Some(json!(2)), &hosts).unwrap();
+        assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 2, 1]);
+        let b = serial_batches(&Some(json!([1, "50%"])), &hosts).unwrap();
+        assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![1, 2, 2]);
+        let b = serial_batches(&None, &hosts).unwrap();
+        assert_eq!(b.len(), 1);
+    }
+}

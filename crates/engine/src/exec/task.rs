@@ -1,0 +1,783 @@
+//! One task on a set of hosts: conditions, loops, templated arguments, the module
+//! call, `changed_when`/`failed_when`/`until`, registration, and what it reports.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+
+use super::{PlayCtx, Runner, Scope};
+use crate::connect::Become;
+use crate::error::{Error, ErrorKind, Result};
+use crate::modules::{self, ModuleContext, ModuleResult};
+use crate::project::{value_text, Task, TaskKind};
+use crate::report::{Event, Status};
+use crate::template::OMIT;
+use crate::vars::{VarMap, VarView};
+
+/// What one host's run of a task produced, applied to the run state in host order.
+struct HostOutcome {
+    host: String,
+    delegated: Option<String>,
+    status: Status,
+    ignored: bool,
+    result: Value,
+    display: Option<Value>,
+    facts: Option<VarMap>,
+    set_vars: Option<VarMap>,
+    add_hosts: Vec<Value>,
+    group_by: Vec<String>,
+    no_log: bool,
+}
+
+const CENSORED: &str = "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
+
+fn strip_omit(v: Value) -> Option<Value> {
+    match v {
+        Value::String(s) if s == OMIT => None,
+        Value::Object(m) => Some(Value::Object(m.into_iter().filter_map(|(k, v)| strip_omit(v).map(|v| (k, v))).collect())),
+        Value::Array(a) => Some(Value::Array(a.into_iter().filter_map(strip_omit).collect())),
+        other => Some(other),
+    }
+}
+
+fn is_true(v: &Value) -> bool {
+    crate::modules::args::to_bool(v).unwrap_or(false)
+}
+
+impl Runner {
+    /// Evaluates a keyword that may be a literal or a template, as a boolean.
+    fn flag(&self, v: &Option<Value>, ctx: &minijinja::Value) -> Result<bool> {
+        match v {
+            None => Ok(false),
+            Some(Value::String(s)) if crate::template::is_template(s) => Ok(is_true(&self.templar.render_str(s, ctx)?)),
+            Some(v) => Ok(is_true(v)),
+        }
+    }
+
+    pub(super) fn run_tasks_on_hosts(self: Arc<Self>, pc: Arc<PlayCtx>, t: Task, hosts: Vec<String>, scope: Scope, facts_task: bool) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let inner = scope.child(&t.attrs);
+            let hv = self.hostvars(pc.vars.clone());
+            let first_view = self.view(&pc, &inner, &hosts[0], None, &hv);
+            let name = match &t.name {
+                Some(n) if crate::template::is_template(n) => match self.templar.render_str(n, &first_view.context()) {
+                    Ok(v) => value_text(&v),
+                    Err(_) => n.clone(),
+                },
+                _ => t.display_name(),
+            };
+            self.emit(Event::TaskStart { play: pc.name.clone(), task: name.clone(), path: format!("{}:{}", t.span.path().display(), t.span.line) });
+            let module = match &t.kind {
+                TaskKind::Module { module, .. } => module.clone(),
+                _ => String::new(),
+            };
+            let run_once = match self.flag(&inner.attrs.run_once, &first_view.context()) {
+                Ok(b) => b || module == "add_host",
+                Err(_) => false,
+            };
+            let targets = if run_once { vec![hosts[0].clone()] } else { hosts.clone() };
+            let throttle = match &inner.attrs.throttle {
+                Some(v) => v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())).unwrap_or(0) as usize,
+                None => 0,
+            };
+            let limit = if throttle > 0 { throttle.min(self.opts.forks.max(1)) } else { self.opts.forks.max(1) };
+            let sem = Arc::new(tokio::sync::Semaphore::new(limit));
+            let futs = targets.iter().map(|h| {
+                let (me, pc, t, inner, hv, sem, h) = (self.clone(), pc.clone(), t.clone(), inner.clone(), hv.clone(), sem.clone(), h.clone());
+                async move {
+                    let _permit = sem.acquire().await;
+                    me.run_on_host(&pc, &t, &inner, &h, &hv).await
+                }
+            });
+            let outcomes = futures::future::join_all(futs).await;
+            let mut failed_now = 0usize;
+            for o in outcomes {
+                let applies_to: Vec<String> = if run_once { hosts.clone() } else { vec![o.host.clone()] };
+                if o.status == Status::Failed && !o.ignored {
+                    failed_now += 1;
+                }
+                self.apply(&pc, &t, &inner, o, &applies_to, &name, facts_task);
+            }
+            if failed_now > 0 {
+                let ctx = first_view.context();
+                if self.flag(&inner.attrs.any_errors_fatal, &ctx).unwrap_or(false) {
+                    pc.abort.store(true, Ordering::SeqCst);
+                }
+                if let Some(pct) = pc.play.max_fail_percentage {
+                    let failed = pc.batch.iter().filter(|h| self.state(h).failed).count();
+                    if (failed as f64) * 100.0 / (pc.batch.len() as f64) > pct {
+                        pc.abort.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn apply(&self, pc: &PlayCtx, t: &Task, inner: &Scope, o: HostOutcome, applies_to: &[String], task_name: &str, facts_task: bool) {
+        let mut result = o.result.clone();
+        let changed = result.get("changed").and_then(Value::as_bool).unwrap_or(false);
+        self.with_state(&o.host, |s| match o.status {
+            Status::Ok => s.counts.ok += 1,
+            Status::Changed => {
+                s.counts.ok += 1;
+                s.counts.changed += 1;
+            }
+            Status::Skipped => s.counts.skipped += 1,
+            Status::Failed if o.ignored => s.counts.ignored += 1,
+            Status::Failed => {
+                if inner.rescuable {
+                    s.counts.rescued += 1;
+                } else {
+                    s.counts.failed += 1;
+                }
+                s.failed = true;
+            }
+            Status::Unreachable if o.ignored => s.counts.skipped += 1,
+            Status::Unreachable => {
+                s.counts.unreachable += 1;
+                s.unreachable = true;
+            }
+        });
+        if o.status == Status::Failed && !o.ignored && inner.rescuable {
+            let mut m = VarMap::new();
+            m.insert("ansible_failed_task".into(), json!({"name": task_name, "action": match &t.kind { TaskKind::Module { module, .. } => module.clone(), _ => String::new() }}));
+            m.insert("ansible_failed_result".into(), result.clone());
+            self.set_runtime(&o.host, m);
+        }
+        let fact_target = |h: &String| -> String {
+            match (&o.delegated, inner.attrs.delegate_facts.as_ref().map(is_true)) {
+                (Some(d), Some(true)) => d.clone(),
+                _ => h.clone(),
+            }
+        };
+        for h in applies_to {
+            if let Some(reg) = &t.own.register {
+                let mut m = VarMap::new();
+                m.insert(reg.clone(), result.clone());
+                self.set_runtime(h, m);
+            }
+            if let Some(f) = &o.facts {
+                let target = fact_target(h);
+                self.with_state(&target, |s| {
+                    let mut facts = (*s.facts).clone();
+                    crate::vars::merge_maps(&mut facts, f);
+                    s.facts = Arc::new(facts);
+                });
+            }
+            if let Some(v) = &o.set_vars {
+                self.set_runtime(&fact_target(h), v.clone());
+            }
+            if changed && !t.own.notify.is_empty() && o.status != Status::Failed {
+                self.with_state(h, |s| {
+                    for n in &t.own.notify {
+                        s.notified.insert(n.clone());
+                    }
+                });
+            }
+        }
+        if !o.add_hosts.is_empty() || !o.group_by.is_empty() {
+            {
+                let mut inv = self.inventory.write().unwrap();
+                for a in &o.add_hosts {
+                    let name = a.get("host_name").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let groups: Vec<String> = a.get("groups").and_then(Value::as_array).map(|g| g.iter().map(value_text).collect()).unwrap_or_default();
+                    let vars = a.get("host_vars").and_then(Value::as_object).cloned().unwrap_or_default();
+                    if let Err(e) = inv.add_host(&name, &groups, vars) {
+                        self.warn(format!("add_host {}: {}", name, e.message));
+                    }
+                    self.inv_vars.write().unwrap().remove(&name);
+                }
+                for g in &o.group_by {
+                    if let Err(e) = inv.add_to_group(&o.host, g) {
+                        self.warn(format!("group_by {}: {}", g, e.message));
+                    }
+                    self.inv_vars.write().unwrap().remove(&o.host);
+                }
+            }
+            let mut magic = (**pc.magic.read().unwrap()).clone();
+            let groups: serde_json::Map<String, Value> = self.inventory.read().unwrap().groups().into_iter().map(|(k, v)| (k, Value::from(v))).collect();
+            magic.insert("groups".into(), Value::Object(groups));
+            *pc.magic.write().unwrap() = Arc::new(magic);
+        }
+        if facts_task && o.status == Status::Ok {
+            result = json!({"changed": false, "failed": false, "ansible_facts": "(gathered)"});
+        }
+        if o.no_log {
+            result = json!({"censored": CENSORED, "changed": changed});
+        }
+        self.emit(Event::HostResult {
+            play: pc.name.clone(),
+            task: task_name.to_string(),
+            host: o.host.clone(),
+            delegated_to: o.delegated.clone(),
+            status: o.status,
+            changed,
+            ignored: o.ignored,
+            result,
+            display: if o.no_log { None } else { o.display },
+        });
+    }
+
+    fn set_runtime(&self, host: &str, vars: VarMap) {
+        self.with_state(host, |s| {
+            let mut rt = (*s.runtime).clone();
+            for (k, v) in vars {
+                rt.insert(k, v);
+            }
+            s.runtime = Arc::new(rt);
+        });
+    }
+
+    async fn run_on_host(self: Arc<Self>, pc: &PlayCtx, t: &Task, inner: &Scope, host: &str, hv: &minijinja::Value) -> HostOutcome {
+        let view = self.view(pc, inner, host, None, hv);
+        let ctx = view.context();
+        let no_log = self.flag(&inner.attrs.no_log, &ctx).unwrap_or(false);
+        let mut outcome = HostOutcome {
+            host: host.to_string(),
+            delegated: None,
+            status: Status::Ok,
+            ignored: false,
+            result: Value::Null,
+            display: None,
+            facts: None,
+            set_vars: None,
+            add_hosts: Vec::new(),
+            group_by: Vec::new(),
+            no_log,
+        };
+        let fail = |mut o: HostOutcome, e: Error| {
+            o.status = if e.kind == ErrorKind::Connection { Status::Unreachable } else { Status::Failed };
+            let mut msg = e.render();
+            if let Some(stripped) = msg.strip_prefix("error: ") {
+                msg = stripped.trim_end().to_string();
+            }
+            o.result = json!({"failed": true, "changed": false, "msg": msg});
+            if o.status == Status::Unreachable {
+                o.result["unreachable"] = Value::Bool(true);
+            }
+            o
+        };
+        let ignore_errors = match self.flag(&inner.attrs.ignore_errors, &ctx) {
+            Ok(b) => b,
+            Err(e) => return fail(outcome, e.at(&t.span)),
+        };
+        let items = match &t.own.loop_ {
+            None => None,
+            Some(l) => match self.templar.render_value(l, &ctx) {
+                Ok(Value::Array(items)) => Some(if t.own.loop_flatten {
+                    items.into_iter().flat_map(|i| match i { Value::Array(a) => a, other => vec![other] }).collect()
+                } else {
+                    items
+                }),
+                Ok(Value::Null) => Some(Vec::new()),
+                Ok(other) => return fail(outcome, Error::new(ErrorKind::Template, format!("loop needs a list, but got {}", other)).at(&t.span).help("use `| list`, `| dict2items` or a list literal")),
+                Err(e) => return fail(outcome, e.at(&t.span).note(format!("in the loop of task `{}`", t.display_name()))),
+            },
+        };
+        let (status, result, extras) = match items {
+            None => self.run_item(pc, t, inner, host, &view, None).await,
+            Some(items) => {
+                let lc = t.own.loop_control.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
+                let loop_var = lc.get("loop_var").and_then(Value::as_str).unwrap_or("item").to_string();
+                let index_var = lc.get("index_var").and_then(Value::as_str).map(str::to_string);
+                let extended = lc.get("extended").map(is_true).unwrap_or(false);
+                let pause = lc.get("pause").and_then(Value::as_f64).unwrap_or(0.0);
+                let n = items.len();
+                let mut results = Vec::new();
+                let mut any_changed = false;
+                let mut any_failed = false;
+                let mut all_skipped = n > 0;
+                let mut extras = Extras::default();
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 && pause > 0.0 {
+                        tokio::time::sleep(Duration::from_secs_f64(pause)).await;
+                    }
+                    let mut top = VarMap::new();
+                    top.insert(loop_var.clone(), item.clone());
+                    top.insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
+                    if let Some(iv) = &index_var {
+                        top.insert(iv.clone(), Value::from(i));
+                        top.insert("ansible_index_var".into(), Value::from(iv.clone()));
+                    }
+                    if extended {
+                        top.insert("ansible_loop".into(), json!({
+                            "index": i + 1, "index0": i, "revindex": n - i, "revindex0": n - i - 1,
+                            "first": i == 0, "last": i + 1 == n, "length": n,
+                            "previtem": if i > 0 { items[i - 1].clone() } else { Value::Null },
+                            "nextitem": items.get(i + 1).cloned().unwrap_or(Value::Null),
+                            "allitems": items.clone(),
+                        }));
+                    }
+                    let item_view = self.view(pc, inner, host, Some(Arc::new(top)), hv);
+                    let (st, mut r, ex) = self.run_item(pc, t, inner, host, &item_view, Some(item)).await;
+                    extras.merge(ex);
+                    if let Value::Object(m) = &mut r {
+                        m.insert(loop_var.clone(), item.clone());
+                        m.insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
+                        if let Some(iv) = &index_var {
+                            m.insert(iv.clone(), Value::from(i));
+                            m.insert("ansible_index_var".into(), Value::from(iv.clone()));
+                        }
+                    }
+                    any_changed |= st == Status::Changed;
+                    any_failed |= st == Status::Failed;
+                    all_skipped &= st == Status::Skipped;
+                    let unreachable = st == Status::Unreachable;
+                    results.push(r);
+                    if unreachable {
+                        return HostOutcome { status: Status::Unreachable, result: json!({"unreachable": true, "results": results, "msg": "host unreachable during loop"}), ..outcome };
+                    }
+                }
+                let mut agg = json!({"results": results, "changed": any_changed, "msg": if any_failed { "One or more items failed" } else { "All items completed" }});
+                if any_failed {
+                    agg["failed"] = Value::Bool(true);
+                } else {
+                    agg["failed"] = Value::Bool(false);
+                }
+                if all_skipped {
+                    agg["skipped"] = Value::Bool(true);
+                }
+                let status = if any_failed {
+                    Status::Failed
+                } else if all_skipped {
+                    Status::Skipped
+                } else if any_changed {
+                    Status::Changed
+                } else {
+                    Status::Ok
+                };
+                (status, agg, extras)
+            }
+        };
+        outcome.status = status;
+        outcome.result = result;
+        outcome.delegated = extras.delegated;
+        outcome.facts = extras.facts;
+        outcome.set_vars = extras.set_vars;
+        outcome.add_hosts = extras.add_hosts;
+        outcome.group_by = extras.group_by;
+        outcome.display = extras.display;
+        if status == Status::Failed && ignore_errors {
+            outcome.ignored = true;
+        }
+        if status == Status::Unreachable && self.flag(&inner.attrs.ignore_unreachable, &ctx).unwrap_or(false) {
+            outcome.ignored = true;
+        }
+        outcome
+    }
+
+    /// Runs the module once (one loop item, or the task without a loop).
+    async fn run_item(self: &Arc<Self>, pc: &PlayCtx, t: &Task, inner: &Scope, host: &str, view: &Arc<VarView>, item: Option<&Value>) -> (Status, Value, Extras) {
+        let _ = item;
+        let ctx = view.context();
+        let mut extras = Extras::default();
+        let err = |e: Error| -> (Status, Value, Extras) {
+            let status = if e.kind == ErrorKind::Connection { Status::Unreachable } else { Status::Failed };
+            let msg = e.render();
+            let msg = msg.strip_prefix("error: ").unwrap_or(&msg).trim_end().to_string();
+            let mut r = json!({"failed": true, "changed": false, "msg": msg});
+            if status == Status::Unreachable {
+                r["unreachable"] = Value::Bool(true);
+            }
+            (status, r, Extras::default())
+        };
+        // Conditions: inherited and own, all must hold.
+        if !inner.attrs.when.is_empty() {
+            for cond in &inner.attrs.when {
+                match self.templar.eval_condition(cond, &ctx) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return (Status::Skipped, json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False", "false_condition": cond}), extras);
+                    }
+                    Err(e) => return err(e.at(&t.span).note(format!("in the `when` of task `{}`", t.display_name()))),
+                }
+            }
+        }
+        let TaskKind::Module { module, args } = &t.kind else {
+            return err(Error::new(ErrorKind::Runtime, "not a module task").at(&t.span));
+        };
+        let args = match self.templar.render_value(&Value::Object(args.clone()), &ctx) {
+            Ok(v) => match strip_omit(v) {
+                Some(Value::Object(m)) => m,
+                _ => VarMap::new(),
+            },
+            Err(e) => return err(e.at(&t.span).note(format!("in the arguments of task `{}`", t.display_name()))),
+        };
+        // Structural modules the executor applies itself.
+        match module.as_str() {
+            "add_host" => {
+                let name = args.get("name").or_else(|| args.get("hostname")).or_else(|| args.get("host")).map(value_text);
+                let Some(name) = name else { return err(Error::new(ErrorKind::ModuleArgs, "add_host needs `name`").at(&t.span)) };
+                let groups: Vec<String> = match args.get("groups").or_else(|| args.get("group")).or_else(|| args.get("groupname")) {
+                    Some(Value::Array(a)) => a.iter().map(value_text).collect(),
+                    Some(Value::String(s)) => s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
+                    _ => Vec::new(),
+                };
+                let vars: VarMap = args.iter().filter(|(k, _)| !matches!(k.as_str(), "name" | "hostname" | "host" | "groups" | "group" | "groupname")).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let r = json!({"changed": false, "failed": false, "add_host": {"host_name": name, "groups": groups, "host_vars": vars}});
+                extras.add_hosts.push(r["add_host"].clone());
+                return (Status::Ok, r, extras);
+            }
+            "group_by" => {
+                let key = args.get("key").map(value_text).unwrap_or_default();
+                if key.is_empty() {
+                    return err(Error::new(ErrorKind::ModuleArgs, "group_by needs `key`").at(&t.span));
+                }
+                extras.group_by.push(key.clone());
+                return (Status::Ok, json!({"changed": false, "failed": false, "add_group": key}), extras);
+            }
+            _ => {}
+        }
+        let Some(imp) = modules::lookup(module) else {
+            return err(Error::new(ErrorKind::Syntax, format!("unknown module `{}`", module)).at(&t.span));
+        };
+        // Where it runs.
+        let delegate = match &inner.attrs.delegate_to {
+            None => None,
+            Some(d) => match self.templar.render_value(d, &ctx) {
+                Ok(v) => Some(value_text(&v)),
+                Err(e) => return err(e.at(&t.span)),
+            },
+        };
+        let conn_host = delegate.clone().unwrap_or_else(|| host.to_string());
+        let conn = if conn_host == host {
+            self.connection(host, view)
+        } else {
+            let hv = self.hostvars(pc.vars.clone());
+            let dview = self.view(pc, &Scope::default(), &conn_host, None, &hv);
+            self.connection(&conn_host, &dview)
+        };
+        let conn = match conn {
+            Ok(c) => c,
+            Err(e) => return err(e),
+        };
+        extras.delegated = delegate;
+        let become_ = match self.flag(&inner.attrs.become_, &ctx) {
+            Ok(true) => {
+                let user = match &inner.attrs.become_user {
+                    Some(u) => match self.templar.render_value(u, &ctx) {
+                        Ok(v) => value_text(&v),
+                        Err(e) => return err(e.at(&t.span)),
+                    },
+                    None => "root".into(),
+                };
+                let password = ["ansible_become_password", "ansible_become_pass"].iter().find_map(|k| view.get_json(k).ok().flatten()).map(|v| value_text(&v));
+                Some(Become { user, password })
+            }
+            Ok(false) => None,
+            Err(e) => return err(e.at(&t.span)),
+        };
+        let mut env = Vec::new();
+        for e in &inner.environment {
+            match self.templar.render_value(e, &ctx) {
+                Ok(Value::Object(m)) => {
+                    for (k, v) in m {
+                        env.retain(|(ek, _): &(String, String)| *ek != k);
+                        env.push((k, value_text(&v)));
+                    }
+                }
+                Ok(Value::Null) => {}
+                Ok(other) => return err(Error::new(ErrorKind::Template, format!("environment must be a mapping, got {}", other)).at(&t.span)),
+                Err(e) => return err(e.at(&t.span)),
+            }
+        }
+        let check_mode = match &inner.attrs.check_mode {
+            Some(v) => match self.flag(&Some(v.clone()), &ctx) {
+                Ok(b) => b,
+                Err(e) => return err(e.at(&t.span)),
+            },
+            None => self.opts.check,
+        };
+        let timeout = inner.attrs.timeout.as_ref().and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))).filter(|s| *s > 0).map(Duration::from_secs);
+        let mut search_dirs: Vec<std::path::PathBuf> = inner.roles.iter().rev().map(|r| r.role.path.clone()).collect();
+        search_dirs.push(t.dir.clone());
+        search_dirs.push(self.loader.playbook_dir.clone());
+        let mctx = ModuleContext {
+            host: host.to_string(),
+            conn,
+            check_mode,
+            diff: self.opts.diff,
+            become_,
+            env,
+            timeout,
+            templar: self.templar.clone(),
+            vars: ctx.clone(),
+            search_dirs,
+            span: Some(t.span.clone()),
+        };
+        let retries = match &t.own.until {
+            Some(_) => t.own.retries.as_ref().and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))).unwrap_or(3) + 1,
+            None => 1,
+        };
+        let delay = t.own.delay.as_ref().and_then(|v| v.as_f64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))).unwrap_or(if t.own.until.is_some() { 5.0 } else { 0.0 });
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let run = match timeout {
+                Some(d) => match tokio::time::timeout(d, imp.run(&mctx, args.clone())).await {
+                    Ok(r) => r,
+                    Err(_) => Err(Error::new(ErrorKind::Runtime, format!("the task timed out after {} seconds", d.as_secs()))),
+                },
+                None => imp.run(&mctx, args.clone()).await,
+            };
+            let res: ModuleResult = match run {
+                Ok(r) => r,
+                Err(e) => return err(e.at(&t.span).note(format!("in task `{}`", t.display_name()))),
+            };
+            let mut value = res.to_value();
+            if self.opts.diff && !res.diffs.is_empty() {
+                value["diff"] = Value::Array(res.diffs.iter().map(|d| json!({"before_header": d.before_header, "after_header": d.after_header, "before": d.before, "after": d.after})).collect());
+            }
+            // changed_when / failed_when / until see the result under the register name.
+            let needs_eval = t.own.changed_when.is_some() || t.own.failed_when.is_some() || t.own.until.is_some();
+            if needs_eval {
+                let mut top = VarMap::new();
+                if let Some(reg) = &t.own.register {
+                    top.insert(reg.clone(), value.clone());
+                }
+                let rv = VarView::new(
+                    {
+                        let mut l = view.layers().clone();
+                        l.push(Arc::new(top));
+                        l
+                    },
+                    crate::vars::Magic { values: vec![self.host_magic(host), pc.magic.read().unwrap().clone()], hostvars: Some(self.hostvars(pc.vars.clone())) },
+                    self.templar.clone(),
+                );
+                let rctx = rv.context();
+                if let Some(cw) = &t.own.changed_when {
+                    match self.templar.eval_condition(cw, &rctx) {
+                        Ok(b) => value["changed"] = Value::Bool(b),
+                        Err(e) => return err(e.at(&t.span).note("in `changed_when`")),
+                    }
+                }
+                if let Some(fw) = &t.own.failed_when {
+                    match self.templar.eval_condition(fw, &rctx) {
+                        Ok(b) => {
+                            value["failed"] = Value::Bool(b);
+                            value["failed_when_result"] = Value::Bool(b);
+                            if !b {
+                                if let Some(m) = value.as_object_mut() {
+                                    if m.get("msg").and_then(Value::as_str) == Some("non-zero return code") {
+                                        m.remove("msg");
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => return err(e.at(&t.span).note("in `failed_when`")),
+                    }
+                }
+                if let Some(until) = &t.own.until {
+                    let done = match self.templar.eval_condition(until, &rctx) {
+                        Ok(b) => b,
+                        Err(e) => return err(e.at(&t.span).note("in `until`")),
+                    };
+                    value["attempts"] = Value::from(attempt);
+                    if !done {
+                        if attempt < retries {
+                            tokio::time::sleep(Duration::from_secs_f64(delay)).await;
+                            continue;
+                        }
+                        value["failed"] = Value::Bool(true);
+                        if value.get("msg").is_none() {
+                            value["msg"] = Value::from(format!("retries exhausted after {} attempts", attempt));
+                        }
+                    }
+                }
+            }
+            let failed = value.get("failed").and_then(Value::as_bool).unwrap_or(false);
+            let changed = value.get("changed").and_then(Value::as_bool).unwrap_or(false);
+            let skipped = value.get("skipped").and_then(Value::as_bool).unwrap_or(false);
+            if !failed {
+                if let Some(Value::Object(f)) = value.get("ansible_facts") {
+                    if module == "setup" {
+                        extras.facts = Some(f.clone());
+                    } else {
+                        extras.set_vars = Some(f.clone());
+                    }
+                }
+            }
+            if module == "debug" && !failed {
+                let mut d = value.as_object().cloned().unwrap_or_default();
+                d.remove("changed");
+                d.remove("failed");
+                extras.display = Some(Value::Object(d));
+            }
+            let status = if failed {
+                Status::Failed
+            } else if skipped {
+                Status::Skipped
+            } else if changed {
+                Status::Changed
+            } else {
+                Status::Ok
+            };
+            return (status, value, extras);
+        }
+    }
+
+    /// `include_tasks` / `include_role`: decided per host, then run for each group of
+    /// hosts that included the same thing.
+    pub(super) fn run_include(self: Arc<Self>, pc: Arc<PlayCtx>, t: Task, hosts: Vec<String>, scope: Scope) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let own = scope.child(&t.attrs);
+            if !self.opts.tags.selects(&own.attrs.tags) {
+                return;
+            }
+            // The included tasks inherit the include's keywords except its condition and tags.
+            let mut passed = t.attrs.clone();
+            passed.when.clear();
+            passed.tags.clear();
+            let child_scope = scope.child(&passed);
+            let hv = self.hostvars(pc.vars.clone());
+            let mut groups: Vec<(String, Value, Vec<String>)> = Vec::new();
+            for h in &hosts {
+                let view = self.view(&pc, &own, h, None, &hv);
+                let ctx = view.context();
+                let items: Vec<Option<Value>> = match &t.own.loop_ {
+                    None => vec![None],
+                    Some(l) => match self.templar.render_value(l, &ctx) {
+                        Ok(Value::Array(a)) => a.into_iter().map(Some).collect(),
+                        Ok(other) => {
+                            self.include_failed(&pc, &t, h, Error::new(ErrorKind::Template, format!("loop needs a list, got {}", other)).at(&t.span));
+                            continue;
+                        }
+                        Err(e) => {
+                            self.include_failed(&pc, &t, h, e.at(&t.span));
+                            continue;
+                        }
+                    },
+                };
+                let loop_var = t.own.loop_control.as_ref().and_then(|lc| lc.get("loop_var")).and_then(Value::as_str).unwrap_or("item").to_string();
+                for item in items {
+                    let mut top = VarMap::new();
+                    if let Some(i) = &item {
+                        top.insert(loop_var.clone(), i.clone());
+                    }
+                    let iview = self.view(&pc, &own, h, Some(Arc::new(top.clone())), &hv);
+                    let ictx = iview.context();
+                    let mut ok = true;
+                    for cond in &own.attrs.when {
+                        match self.templar.eval_condition(cond, &ictx) {
+                            Ok(true) => {}
+                            Ok(false) => ok = false,
+                            Err(e) => {
+                                self.include_failed(&pc, &t, h, e.at(&t.span));
+                                ok = false;
+                            }
+                        }
+                    }
+                    if !ok {
+                        continue;
+                    }
+                    let target = match &t.kind {
+                        TaskKind::IncludeTasks { file, .. } => self.templar.render_value(file, &ictx),
+                        TaskKind::IncludeRole { name, .. } => self.templar.render_value(name, &ictx),
+                        _ => Ok(Value::Null),
+                    };
+                    let target = match target {
+                        Ok(v) => value_text(&v),
+                        Err(e) => {
+                            self.include_failed(&pc, &t, h, e.at(&t.span));
+                            continue;
+                        }
+                    };
+                    let key = Value::Object(top);
+                    match groups.iter_mut().find(|(f, k, _)| *f == target && *k == key) {
+                        Some((_, _, hs)) => hs.push(h.clone()),
+                        None => groups.push((target, key, vec![h.clone()])),
+                    }
+                }
+            }
+            for (target, item_vars, group_hosts) in groups {
+                let mut s = child_scope.clone();
+                if let Value::Object(m) = &item_vars {
+                    if !m.is_empty() {
+                        s.vars.push(Arc::new(m.clone()));
+                    }
+                }
+                let tasks = match &t.kind {
+                    TaskKind::IncludeTasks { role, .. } => {
+                        let role = role.clone().or_else(|| s.roles.last().cloned());
+                        match self.loader.find_task_file(&target, &t.dir, role.as_ref()) {
+                            Some(p) => self.loader.load_task_file(&p, role, &[], Some(&t.span)),
+                            None => Err(Error::new(ErrorKind::Io, format!("included task file `{}` not found", target)).at(&t.span)),
+                        }
+                    }
+                    TaskKind::IncludeRole { tasks_from, vars_from, defaults_from, .. } => {
+                        match self.loader.load_role(&target, VarMap::new(), &t.dir, &t.span, defaults_from.as_deref().unwrap_or("main"), vars_from.as_deref().unwrap_or("main")) {
+                            Ok(scope_role) => {
+                                let r = self.loader.role_tasks(&scope_role, tasks_from.as_deref().unwrap_or("main"), &[], &t.span);
+                                s.roles.push(scope_role);
+                                r
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    _ => Ok(Vec::new()),
+                };
+                match tasks {
+                    Ok(tasks) => self.clone().run_list(pc.clone(), tasks, group_hosts, s).await,
+                    Err(e) => {
+                        for h in &group_hosts {
+                            self.include_failed(&pc, &t, h, e.clone());
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error) {
+        let msg = e.render();
+        self.emit(Event::TaskStart { play: pc.name.clone(), task: t.display_name(), path: format!("{}:{}", t.span.path().display(), t.span.line) });
+        self.with_state(host, |s| {
+            s.counts.failed += 1;
+            s.failed = true;
+        });
+        self.emit(Event::HostResult {
+            play: pc.name.clone(),
+            task: t.display_name(),
+            host: host.to_string(),
+            delegated_to: None,
+            status: Status::Failed,
+            changed: false,
+            ignored: false,
+            result: json!({"failed": true, "msg": msg.strip_prefix("error: ").unwrap_or(&msg).trim_end()}),
+            display: None,
+        });
+    }
+}
+
+/// Side effects of a module run besides its result.
+#[derive(Default)]
+struct Extras {
+    delegated: Option<String>,
+    facts: Option<VarMap>,
+    set_vars: Option<VarMap>,
+    add_hosts: Vec<Value>,
+    group_by: Vec<String>,
+    display: Option<Value>,
+}
+
+impl Extras {
+    fn merge(&mut self, o: Extras) {
+        self.delegated = o.delegated.or(self.delegated.take());
+        if let Some(f) = o.facts {
+            let mut cur = self.facts.take().unwrap_or_default();
+            crate::vars::merge_maps(&mut cur, &f);
+            self.facts = Some(cur);
+        }
+        if let Some(v) = o.set_vars {
+            let mut cur = self.set_vars.take().unwrap_or_default();
+            cur.extend(v);
+            self.set_vars = Some(cur);
+        }
+        self.add_hosts.extend(o.add_hosts);
+        self.group_by.extend(o.group_by);
+    }
+}

@@ -1,0 +1,248 @@
+//! Playbooks, plays, roles, blocks and tasks: typed, with source positions, loaded
+//! once. Static constructs (`import_playbook`, `import_tasks`, `import_role`, role
+//! dependencies) are expanded here; dynamic ones (`include_tasks`, `include_role`) stay
+//! as nodes the executor expands per host.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::Span;
+use crate::vars::VarMap;
+
+pub mod kv;
+pub mod load;
+
+pub use load::{load_playbook, Loader};
+
+/// A loaded playbook: its plays, imports already inlined.
+#[derive(Debug, Clone)]
+pub struct Playbook {
+    /// The plays in order.
+    pub plays: Vec<Play>,
+    /// The playbook file.
+    pub path: PathBuf,
+}
+
+/// How hosts progress through a play's tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// Every host finishes task N before any starts task N+1.
+    #[default]
+    Linear,
+    /// Each host runs through the tasks at its own pace.
+    Free,
+}
+
+/// Keywords that plays, roles, blocks and tasks share and that children inherit.
+#[derive(Debug, Clone, Default)]
+pub struct Inherited {
+    /// Conditions, all of which must hold.
+    pub when: Vec<Value>,
+    /// Tags of this node (children add theirs).
+    pub tags: Vec<String>,
+    /// `become`.
+    pub become_: Option<Value>,
+    /// `become_user`.
+    pub become_user: Option<Value>,
+    /// `become_method` (only sudo is supported).
+    pub become_method: Option<String>,
+    /// `environment`, merged outer to inner.
+    pub environment: Option<Value>,
+    /// `ignore_errors`.
+    pub ignore_errors: Option<Value>,
+    /// `ignore_unreachable`.
+    pub ignore_unreachable: Option<Value>,
+    /// `check_mode`.
+    pub check_mode: Option<Value>,
+    /// `diff`.
+    pub diff: Option<Value>,
+    /// `no_log`.
+    pub no_log: Option<Value>,
+    /// `run_once`.
+    pub run_once: Option<Value>,
+    /// `delegate_to`.
+    pub delegate_to: Option<Value>,
+    /// `delegate_facts`.
+    pub delegate_facts: Option<Value>,
+    /// `any_errors_fatal`.
+    pub any_errors_fatal: Option<Value>,
+    /// `timeout` in seconds.
+    pub timeout: Option<Value>,
+    /// `throttle`.
+    pub throttle: Option<Value>,
+    /// `vars` of this node, visible only inside it.
+    pub vars: Arc<VarMap>,
+}
+
+/// A play.
+#[derive(Debug, Clone)]
+pub struct Play {
+    /// `name` (may be templated).
+    pub name: String,
+    /// `hosts`: a pattern string or list of patterns.
+    pub hosts: Value,
+    /// `gather_facts` (default true).
+    pub gather_facts: Option<Value>,
+    /// `vars_files`, relative to the playbook dir, templated at run time.
+    pub vars_files: Vec<(Value, Span)>,
+    /// `pre_tasks`.
+    pub pre_tasks: Vec<Task>,
+    /// `roles`, each expanded into a role block.
+    pub roles: Vec<Task>,
+    /// `tasks`.
+    pub tasks: Vec<Task>,
+    /// `post_tasks`.
+    pub post_tasks: Vec<Task>,
+    /// `handlers` (plus every role's handlers).
+    pub handlers: Vec<Task>,
+    /// `serial`: int, "N%", or a list of them.
+    pub serial: Option<Value>,
+    /// `strategy`.
+    pub strategy: Strategy,
+    /// `max_fail_percentage`.
+    pub max_fail_percentage: Option<f64>,
+    /// `force_handlers`.
+    pub force_handlers: bool,
+    /// Keywords inherited by every task (including play `vars`).
+    pub attrs: Inherited,
+    /// Directory of the playbook file that defines the play.
+    pub dir: PathBuf,
+    /// Where the play is written.
+    pub span: Span,
+}
+
+/// A role as loaded from disk.
+#[derive(Debug)]
+pub struct Role {
+    /// Name as referenced.
+    pub name: String,
+    /// The role's directory.
+    pub path: PathBuf,
+    /// `defaults/` (lowest precedence).
+    pub defaults: Arc<VarMap>,
+    /// `vars/main`.
+    pub vars: Arc<VarMap>,
+}
+
+/// A role applied in a play: the role plus its parameters.
+#[derive(Debug, Clone)]
+pub struct RoleScope {
+    /// The role.
+    pub role: Arc<Role>,
+    /// Parameters given where the role is used (`roles: [{role: x, a: 1}]`).
+    pub params: Arc<VarMap>,
+}
+
+/// One entry of a task list.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// `name`, possibly templated; absent for blocks and unnamed tasks.
+    pub name: Option<String>,
+    /// What the entry does.
+    pub kind: TaskKind,
+    /// Inherited keywords set on this entry.
+    pub attrs: Inherited,
+    /// Keywords only tasks have.
+    pub own: TaskOwn,
+    /// Where the entry is written.
+    pub span: Span,
+    /// Directory of the file the entry is in (for relative includes).
+    pub dir: PathBuf,
+}
+
+/// The kinds of task-list entries.
+#[derive(Debug, Clone)]
+pub enum TaskKind {
+    /// A module call with untemplated arguments.
+    Module {
+        /// Canonical module name.
+        module: String,
+        /// Arguments as written (free form already split into a map).
+        args: VarMap,
+    },
+    /// `block` with optional `rescue` and `always`, or a role's task list.
+    Block {
+        /// The main tasks.
+        block: Vec<Task>,
+        /// Run for hosts that failed in `block`.
+        rescue: Vec<Task>,
+        /// Run for every host that entered the block.
+        always: Vec<Task>,
+        /// Set when this block is a role's tasks: gives role vars, defaults and paths.
+        role: Option<RoleScope>,
+    },
+    /// `include_tasks`: loaded per host at run time.
+    IncludeTasks {
+        /// File name (templated).
+        file: Value,
+        /// Role the include appears in, to resolve relative names.
+        role: Option<RoleScope>,
+    },
+    /// `include_role`: loaded at run time.
+    IncludeRole {
+        /// Role name (templated).
+        name: Value,
+        /// `tasks_from` (default `main`).
+        tasks_from: Option<String>,
+        /// `vars_from`.
+        vars_from: Option<String>,
+        /// `defaults_from`.
+        defaults_from: Option<String>,
+    },
+    /// `meta: flush_handlers | end_play | end_host | noop | clear_host_errors | refresh_inventory`.
+    Meta(String),
+}
+
+/// Keywords that belong to tasks only (not inherited).
+#[derive(Debug, Clone, Default)]
+pub struct TaskOwn {
+    /// `loop` / `with_items` / `with_list` … (already mapped to one value).
+    pub loop_: Option<Value>,
+    /// Flatten one level, as `with_items` does.
+    pub loop_flatten: bool,
+    /// `loop_control`.
+    pub loop_control: Option<Value>,
+    /// `register`.
+    pub register: Option<String>,
+    /// `changed_when`.
+    pub changed_when: Option<Value>,
+    /// `failed_when`.
+    pub failed_when: Option<Value>,
+    /// `until`.
+    pub until: Option<Value>,
+    /// `retries`.
+    pub retries: Option<Value>,
+    /// `delay`.
+    pub delay: Option<Value>,
+    /// `notify`.
+    pub notify: Vec<String>,
+    /// `listen` (handlers).
+    pub listen: Vec<String>,
+}
+
+impl Task {
+    /// The name shown in output: the given name, or the module name / block label.
+    pub fn display_name(&self) -> String {
+        if let Some(n) = &self.name {
+            return n.clone();
+        }
+        match &self.kind {
+            TaskKind::Module { module, .. } => module.clone(),
+            TaskKind::Block { role: Some(r), .. } => format!("role {}", r.role.name),
+            TaskKind::Block { .. } => "block".into(),
+            TaskKind::IncludeTasks { file, .. } => format!("include_tasks {}", value_text(file)),
+            TaskKind::IncludeRole { name, .. } => format!("include_role {}", value_text(name)),
+            TaskKind::Meta(m) => format!("meta {}", m),
+        }
+    }
+}
+
+/// A value as text (strings unquoted).
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,367 @@
+//! What a run tells the world: events, rendered as text for people or JSON lines for
+//! machines, and always recorded under `<workdir>/runs/<run-id>/`.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+
+/// How a task ended on a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Ran, nothing changed.
+    Ok,
+    /// Ran and changed something.
+    Changed,
+    /// Not run (condition false, check mode, tag …).
+    Skipped,
+    /// Failed.
+    Failed,
+    /// The host could not be reached.
+    Unreachable,
+}
+
+/// Per-host totals shown at the end, counted as Ansible counts them.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Counts {
+    /// Tasks that ran fine (changed ones included).
+    pub ok: u32,
+    /// Tasks that changed something.
+    pub changed: u32,
+    /// Failed tasks (not rescued, not ignored).
+    pub failed: u32,
+    /// Skipped tasks.
+    pub skipped: u32,
+    /// Unreachable outcomes.
+    pub unreachable: u32,
+    /// Failures handled by a `rescue`.
+    pub rescued: u32,
+    /// Failures ignored by `ignore_errors`.
+    pub ignored: u32,
+}
+
+/// One thing that happened during a run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A play begins.
+    PlayStart {
+        /// Play name.
+        play: String,
+        /// Hosts it targets.
+        hosts: Vec<String>,
+    },
+    /// A task begins.
+    TaskStart {
+        /// Play name.
+        play: String,
+        /// Task name.
+        task: String,
+        /// `file:line` of the task.
+        path: String,
+    },
+    /// A task finished on one host.
+    HostResult {
+        /// Play name.
+        play: String,
+        /// Task name.
+        task: String,
+        /// Host.
+        host: String,
+        /// Where it ran, under `delegate_to`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        delegated_to: Option<String>,
+        /// How it ended.
+        status: Status,
+        /// Whether something changed.
+        changed: bool,
+        /// Failed, but `ignore_errors` let the host go on.
+        ignored: bool,
+        /// The registered result (censored under `no_log`).
+        result: Value,
+        /// What text output shows for a successful result (debug's message), if anything.
+        #[serde(skip)]
+        display: Option<Value>,
+    },
+    /// Something the user should know that is not a failure.
+    Warning {
+        /// The warning.
+        msg: String,
+    },
+    /// The run is over.
+    Recap {
+        /// Totals per host, in inventory order.
+        hosts: IndexMap<String, Counts>,
+        /// Wall time of the run.
+        elapsed_s: f64,
+    },
+}
+
+/// Where events go.
+pub trait Reporter: Send + Sync {
+    /// Handles one event.
+    fn event(&self, event: &Event);
+}
+
+/// Output format for the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Human-readable text.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Prints events to stdout and records them in the run directory.
+pub struct Output {
+    format: Format,
+    diff: bool,
+    verbosity: u8,
+    journal: Mutex<Option<File>>,
+    log: Mutex<Option<File>>,
+    /// The run directory, if one was created.
+    pub run_dir: Option<PathBuf>,
+}
+
+impl Output {
+    /// Creates the reporter; `workdir` gets `runs/<run-id>/{events.jsonl,kk.log}`.
+    pub fn new(format: Format, diff: bool, verbosity: u8, workdir: Option<&Path>) -> std::io::Result<Output> {
+        let (mut journal, mut log, mut run_dir) = (None, None, None);
+        if let Some(w) = workdir {
+            let dir = w.join("runs").join(run_id());
+            std::fs::create_dir_all(&dir)?;
+            journal = Some(File::create(dir.join("events.jsonl"))?);
+            log = Some(File::create(dir.join("kk.log"))?);
+            run_dir = Some(dir);
+        }
+        Ok(Output {
+            format,
+            diff,
+            verbosity,
+            journal: Mutex::new(journal),
+            log: Mutex::new(log),
+            run_dir,
+        })
+    }
+}
+
+fn run_id() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = now.as_secs();
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days as i64 + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}-{}",
+        y,
+        m,
+        d,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        std::process::id()
+    )
+}
+
+fn banner(title: &str) -> String {
+    let width: usize = 79;
+    let stars = width.saturating_sub(title.chars().count() + 1).max(3);
+    format!("\n{} {}", title, "*".repeat(stars))
+}
+
+/// Renders an event as the text a person reads (empty when there is nothing to show).
+pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
+    match event {
+        Event::PlayStart { play, .. } => banner(&format!("PLAY [{}]", play)),
+        Event::TaskStart { task, path, .. } => {
+            if verbosity > 0 {
+                format!("{}\ntask path: {}", banner(&format!("TASK [{}]", task)), path)
+            } else {
+                banner(&format!("TASK [{}]", task))
+            }
+        }
+        Event::HostResult { host, delegated_to, status, result, ignored, display, .. } => {
+            let who = match delegated_to {
+                Some(d) if d != host => format!("[{} -> {}]", host, d),
+                _ => format!("[{}]", host),
+            };
+            let word = match status {
+                Status::Ok => "ok",
+                Status::Changed => "changed",
+                Status::Skipped => "skipping",
+                Status::Failed => "failed",
+                Status::Unreachable => "unreachable",
+            };
+            let mut out = String::new();
+            if diff {
+                if let Some(Value::Array(diffs)) = result.get("diff") {
+                    for d in diffs {
+                        out.push_str(&render_diff(d));
+                    }
+                }
+            }
+            let mut line = format!("{}: {}", word, who);
+            match status {
+                Status::Failed | Status::Unreachable => {
+                    line.push_str(" => ");
+                    line.push_str(&failure_text(result));
+                    if *ignored {
+                        line.push_str("\n...ignoring");
+                    }
+                }
+                _ => {
+                    if let Some(d) = display {
+                        line.push_str(&format!(" => {}", pretty(d)));
+                    } else if verbosity > 0 {
+                        line.push_str(&format!(" => {}", pretty(result)));
+                    }
+                }
+            }
+            out.push_str(&line);
+            out
+        }
+        Event::Warning { msg } => format!("[WARNING]: {}", msg),
+        Event::Recap { hosts, elapsed_s } => {
+            let mut out = banner("PLAY RECAP");
+            let width = hosts.keys().map(|h| h.len()).max().unwrap_or(0).max(20);
+            for (h, c) in hosts {
+                out.push_str(&format!(
+                    "\n{:<width$} : ok={:<4} changed={:<4} unreachable={:<4} failed={:<4} skipped={:<4} rescued={:<4} ignored={}",
+                    h,
+                    c.ok,
+                    c.changed,
+                    c.unreachable,
+                    c.failed,
+                    c.skipped,
+                    c.rescued,
+                    c.ignored,
+                    width = width
+                ));
+            }
+            out.push_str(&format!("\n\nelapsed: {:.2}s", elapsed_s));
+            out
+        }
+    }
+}
+
+/// JSON with Ansible's four-space indentation.
+fn pretty(v: &Value) -> String {
+    let mut buf = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+    match serde::Serialize::serialize(v, &mut ser) {
+        Ok(()) => String::from_utf8(buf).unwrap_or_default(),
+        Err(_) => v.to_string(),
+    }
+}
+
+/// The failure of a task in full: message, exit code, stdout and stderr, each on its own lines.
+fn failure_text(result: &Value) -> String {
+    let mut out = String::new();
+    if let Some(msg) = result.get("msg") {
+        match msg {
+            Value::String(s) => out.push_str(s),
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    if let Some(rc) = result.get("rc") {
+        out.push_str(&format!("\n  rc: {}", rc));
+    }
+    for k in ["stdout", "stderr"] {
+        if let Some(Value::String(s)) = result.get(k) {
+            if !s.is_empty() {
+                out.push_str(&format!("\n  {}:\n", k));
+                for l in s.lines() {
+                    out.push_str(&format!("    {}\n", l));
+                }
+                out.pop();
+            }
+        }
+    }
+    if let Some(Value::Array(items)) = result.get("results") {
+        for (i, item) in items.iter().enumerate() {
+            if item.get("failed") == Some(&Value::Bool(true)) {
+                out.push_str(&format!("\n  item {}: {}", i, failure_text(item).replace('\n', "\n  ")));
+            }
+        }
+    }
+    if out.is_empty() {
+        out = pretty(result);
+    }
+    out
+}
+
+fn render_diff(d: &Value) -> String {
+    let get = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+    let diff = similar::TextDiff::from_lines(get("before"), get("after"));
+    let mut out = String::new();
+    out.push_str(&format!("--- {}\n+++ {}\n", get("before_header"), get("after_header")));
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        out.push_str(&hunk.to_string());
+    }
+    out.push('\n');
+    out
+}
+
+impl Reporter for Output {
+    fn event(&self, event: &Event) {
+        let json = serde_json::to_string(event).unwrap_or_default();
+        if let Some(f) = self.journal.lock().unwrap().as_mut() {
+            let _ = writeln!(f, "{}", json);
+        }
+        let text = render_text(event, self.diff, self.verbosity);
+        if let Some(f) = self.log.lock().unwrap().as_mut() {
+            if !text.is_empty() {
+                let _ = writeln!(f, "{}", text);
+            }
+        }
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        match self.format {
+            Format::Json => {
+                let _ = writeln!(lock, "{}", json);
+            }
+            Format::Text => {
+                if !text.is_empty() {
+                    let _ = writeln!(lock, "{}", text);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_shows_everything() {
+        let e = Event::HostResult {
+            play: "p".into(),
+            task: "t".into(),
+            host: "h1".into(),
+            delegated_to: None,
+            status: Status::Failed,
+            changed: false,
+            ignored: false,
+            result: serde_json::json!({"msg": "non-zero return code", "rc": 3, "stdout": "out1\nout2", "stderr": "err"}),
+            display: None,
+        };
+        let t = render_text(&e, false, 0);
+        assert!(t.contains("failed: [h1] => non-zero return code"), "{t}");
+        assert!(t.contains("rc: 3") && t.contains("out2") && t.contains("err"), "{t}");
+    }
+}

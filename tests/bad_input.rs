@@ -1,0 +1,132 @@
+//! Bad input gets a clear error — file, line and column, what was expected, how to
+//! fix it — and an exit code, never a panic. One row per kind of mistake.
+
+mod common;
+
+use common::{Project, LOCAL_INVENTORY};
+
+struct Case {
+    name: &'static str,
+    files: &'static [(&'static str, &'static str)],
+    /// Exit code: 4 for files kk cannot load, 5 for options, 2 when a task fails on a host.
+    code: i32,
+    /// Every one of these must appear in the output.
+    expect: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "malformed YAML",
+        files: &[("site.yaml", "- hosts: all\n  tasks:\n    - debug: {msg: [unclosed\n")],
+        code: 4,
+        expect: &["invalid YAML", "site.yaml:4:"],
+    },
+    Case {
+        name: "unknown module",
+        files: &[("site.yaml", "- hosts: all\n  tasks:\n    - comand: echo hi\n")],
+        code: 4,
+        expect: &["unknown module or keyword `comand`", "site.yaml:3:15", "did you mean `command`?"],
+    },
+    Case {
+        name: "unknown play keyword",
+        files: &[("site.yaml", "- hosts: all\n  taks: []\n")],
+        code: 4,
+        expect: &["unknown play keyword `taks`", "site.yaml:2:9", "did you mean `tasks`?"],
+    },
+    Case {
+        name: "unknown argument",
+        files: &[("site.yaml", "- hosts: h1\n  gather_facts: false\n  tasks:\n    - name: t\n      debug: {mgs: hi}\n")],
+        code: 2,
+        expect: &["unknown field `mgs`", "site.yaml:4:7", "valid arguments of `debug` are: msg, var, verbosity"],
+    },
+    Case {
+        name: "wrong type",
+        files: &[("site.yaml", "- hosts: h1\n  gather_facts: false\n  tasks:\n    - name: t\n      pause: {seconds: soon}\n")],
+        code: 2,
+        expect: &["expected an integer", "soon", "site.yaml:4:7"],
+    },
+    Case {
+        name: "undefined variable",
+        files: &[("site.yaml", "- hosts: h1\n  gather_facts: false\n  tasks:\n    - name: greet\n      debug: msg=\"{{ nobody }}\"\n")],
+        code: 2,
+        expect: &["`nobody` is undefined", "site.yaml:4:7", "in the arguments of task `greet`", "default"],
+    },
+    Case {
+        name: "missing role",
+        files: &[("site.yaml", "- hosts: all\n  roles:\n    - nosuchrole\n")],
+        code: 4,
+        expect: &["role `nosuchrole` not found", "site.yaml:3:7", "searched:"],
+    },
+    Case {
+        name: "include cycle",
+        files: &[
+            ("site.yaml", "- hosts: all\n  tasks:\n    - import_tasks: a.yaml\n"),
+            ("a.yaml", "- import_tasks: b.yaml\n"),
+            ("b.yaml", "- import_tasks: a.yaml\n"),
+        ],
+        code: 4,
+        expect: &["import cycle", "a.yaml -> ", "b.yaml:1:"],
+    },
+    Case {
+        name: "bad host pattern",
+        files: &[("site.yaml", "- hosts: \"h[1:x]\"\n  tasks: []\n")],
+        code: 4,
+        expect: &["site.yaml:1:"],
+    },
+    Case {
+        name: "play without hosts",
+        files: &[("site.yaml", "- name: nothing\n  tasks: []\n")],
+        code: 4,
+        expect: &["play has no `hosts:`", "site.yaml:1:3", "hosts: all"],
+    },
+    Case {
+        name: "two modules in a task",
+        files: &[("site.yaml", "- hosts: all\n  tasks:\n    - command: a\n      shell: b\n")],
+        code: 4,
+        expect: &["two actions", "site.yaml:4:14"],
+    },
+    Case {
+        name: "duplicate key",
+        files: &[("site.yaml", "- hosts: all\n  hosts: none\n")],
+        code: 4,
+        expect: &["duplicate key `hosts`", "site.yaml:2:3"],
+    },
+];
+
+#[test]
+fn every_bad_input_gets_a_clear_error() {
+    let mut failures = Vec::new();
+    for case in CASES {
+        let p = Project::new();
+        p.file("inventory.yaml", LOCAL_INVENTORY);
+        for (name, content) in case.files {
+            p.file(name, content);
+        }
+        let r = p.kk(&["run", "site.yaml", "-i", "inventory.yaml"]);
+        let all = format!("{}{}", r.stdout, r.stderr);
+        let mut problems = Vec::new();
+        if r.code != case.code {
+            problems.push(format!("exit code {} (want {})", r.code, case.code));
+        }
+        for e in case.expect {
+            if !all.contains(e) {
+                problems.push(format!("missing {:?}", e));
+            }
+        }
+        if all.contains("panicked") {
+            problems.push("panicked".into());
+        }
+        if !problems.is_empty() {
+            failures.push(format!("== {}: {}\n{}", case.name, problems.join("; "), all));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn missing_playbook_is_an_options_error() {
+    let p = Project::new();
+    let r = p.kk(&["run", "nope.yaml"]);
+    assert_eq!(r.code, 5, "{}", r.describe());
+    assert!(r.stderr.contains("playbook nope.yaml not found"), "{}", r.describe());
+}

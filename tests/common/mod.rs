@@ -1,0 +1,125 @@
+//! Test support: a scratch project directory, the real `kk` binary, and its output
+//! parsed (as ripgrep's `rgtest!` and cargo's testsuite do).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// A temporary project: write files into it, run `kk` in it.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+/// What one `kk` run left behind.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Three hosts on the local connection, each with its own `out` directory.
+pub const LOCAL_INVENTORY: &str = r#"
+kind: Inventory
+spec:
+  hosts:
+    h1: {connector: {type: local}, n: 1}
+    h2: {connector: {type: local}, n: 2}
+    h3: {connector: {type: local}, n: 3}
+  vars:
+    out: "{{ playbook_dir }}/out/{{ inventory_hostname }}"
+"#;
+
+impl Project {
+    pub fn new() -> Project {
+        Project { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Writes a file (parents created).
+    pub fn file(&self, rel: &str, content: &str) -> &Project {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+        self
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("reading {}: {}", rel, e))
+    }
+
+    /// Runs `kk` with arguments in the project directory.
+    pub fn kk(&self, args: &[&str]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_kk"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .expect("run kk");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// `kk run site.yaml -i inventory.yaml --output json` plus extra arguments.
+    pub fn run_json(&self, extra: &[&str]) -> Run {
+        let mut args = vec!["run", "site.yaml", "-i", "inventory.yaml", "--output", "json"];
+        args.extend_from_slice(extra);
+        self.kk(&args)
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Run {
+    /// The JSON events printed with `--output json`.
+    pub fn events(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {:?}: {}", l, e)))
+            .collect()
+    }
+
+    /// The result of a task on a host (the last one with that task name).
+    pub fn result(&self, task: &str, host: &str) -> Value {
+        self.events()
+            .into_iter()
+            .filter(|e| e["event"] == "host_result" && e["task"] == task && e["host"] == host)
+            .last()
+            .unwrap_or_else(|| panic!("no result for task {:?} on {}\n{}", task, host, self.describe()))
+    }
+
+    /// Status of a task on a host.
+    pub fn status(&self, task: &str, host: &str) -> String {
+        self.result(task, host)["status"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// `msg` of a debug task on a host.
+    pub fn msg(&self, task: &str, host: &str) -> Value {
+        self.result(task, host)["result"]["msg"].clone()
+    }
+
+    /// Recap counts of a host.
+    pub fn recap(&self, host: &str) -> Value {
+        let ev = self.events().into_iter().find(|e| e["event"] == "recap").unwrap_or_else(|| panic!("no recap\n{}", self.describe()));
+        ev["hosts"][host].clone()
+    }
+
+    pub fn describe(&self) -> String {
+        format!("exit code {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+
+    /// Asserts the exit code, showing everything on failure.
+    pub fn code(&self, want: i32) -> &Run {
+        assert_eq!(self.code, want, "{}", self.describe());
+        self
+    }
+}
