@@ -355,7 +355,7 @@ impl Module for File {
                         act.push_str(&qpath(&anc));
                     }
                     act.push_str(
-                        "; do\n  if [ ! -d \"$d\" ]; then\n    mkdir -- \"$d\" 2>/dev/null || [ -d \"$d\" ] || exit 70\n",
+                        "; do\n  if [ ! -d \"$d\" ]; then\n    kk_err=$(mkdir -- \"$d\" 2>&1) || [ -d \"$d\" ] || { echo \"$kk_err\" >&2; exit 70; }\n",
                     );
                     act.push_str(&indent(&attrs.script("d", false), "    "));
                     act.push_str("  fi\ndone\n");
@@ -836,6 +836,16 @@ mod tests {
                 .unwrap()
                 .changed
         );
+        // A directory under a regular file cannot be made; mkdir's own words are shown.
+        let under = target.join("sub");
+        let e = File
+            .run(
+                &c,
+                args(json!({"path": under.to_str().unwrap(), "state": "directory"})),
+            )
+            .await
+            .unwrap_err();
+        assert!(e.notes.iter().any(|n| n.contains("mkdir")), "{e:?}");
         // state=file on a missing path, unknown state, unknown argument.
         let e = File
             .run(
