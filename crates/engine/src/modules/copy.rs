@@ -123,6 +123,12 @@ impl Module for Copy {
                     Value::Null => String::new(),
                     other => serde_json::to_string(other).unwrap_or_default(),
                 };
+                if a.mode.as_deref() == Some(PRESERVE) {
+                    return Err(Error::new(
+                        ErrorKind::ModuleArgs,
+                        "copy: `mode: preserve` needs a `src` file to take the mode from",
+                    ));
+                }
                 let data = text.into_bytes();
                 verify_checksum(&a.checksum, &data)?;
                 put_file(ctx, spec(data, None, None)).await
@@ -151,9 +157,24 @@ impl Module for Copy {
                 })?;
                 verify_checksum(&a.checksum, &data)?;
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-                put_file(ctx, spec(data, name, Some(path.display().to_string()))).await
+                let mut one = spec(data, name, Some(path.display().to_string()));
+                preserve_local_mode(&mut one.attrs, &path);
+                put_file(ctx, one).await
             }
         }
+    }
+}
+
+/// `mode: preserve`: the destination gets the source file's mode.
+pub(crate) const PRESERVE: &str = "preserve";
+
+/// Replaces `mode: preserve` by the mode of the controller file `path`.
+pub(crate) fn preserve_local_mode(attrs: &mut Attrs, path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if attrs.mode.as_deref() == Some(PRESERVE) {
+        attrs.mode = std::fs::metadata(path)
+            .ok()
+            .map(|m| format!("{:04o}", m.permissions().mode() & 0o7777));
     }
 }
 
@@ -488,12 +509,14 @@ async fn copy_dir(
                 format!("copy: cannot read {}: {}", local_path.display(), e),
             )
         })?;
+        let mut attrs = spec.attrs.clone();
+        preserve_local_mode(&mut attrs, local_path);
         let one = PutSpec {
             data,
             dest: targets[i].clone(),
             src_name: None,
             src_label: None,
-            attrs: spec.attrs.clone(),
+            attrs,
             backup: spec.backup,
             force: spec.force,
             validate: spec.validate.clone(),
@@ -539,6 +562,10 @@ async fn remote_copy(
         )
         .at_opt(ctx.span.as_ref()));
     }
+    let mut attrs = spec.attrs.clone();
+    if attrs.mode.as_deref() == Some(PRESERVE) {
+        attrs.mode = (sst.kind != FileKind::Dir).then(|| sst.mode_str());
+    }
     if sst.kind == FileKind::Dir {
         // Whole trees are compared with `diff -r` and copied with `cp -R`.
         let root = if src.ends_with('/') {
@@ -553,7 +580,7 @@ async fn remote_copy(
             if ctx.check_mode {
                 "echo would\n".to_string()
             } else {
-                format!("mkdir -p -- \"$d\" && cp -R -- \"$s\"/. \"$d\"/ || exit 71\n{}echo copied\n", spec.attrs.script("d", true))
+                format!("mkdir -p -- \"$d\" && cp -R -- \"$s\"/. \"$d\"/ || exit 71\n{}echo copied\n", attrs.script("d", true))
             }
         );
         let out = ctx.exec(s, None).await?;
@@ -584,7 +611,7 @@ async fn remote_copy(
     }
     let content_changed = !tst.exists || tst.checksum != sst.checksum;
     let skip = tst.exists && !spec.force;
-    let attrs_changed = tst.exists && spec.attrs.differ(&tst)?;
+    let attrs_changed = tst.exists && attrs.differ(&tst)?;
     let mut res = ModuleResult::changed(!skip && (content_changed || attrs_changed));
     if ctx.diff && content_changed && !skip {
         res.diffs.push(file_diff(&target, &tst.text(), &sst.text()));
@@ -598,7 +625,7 @@ async fn remote_copy(
                 &target,
                 Vec::new(),
                 &WriteOptions {
-                    attrs: spec.attrs.clone(),
+                    attrs: attrs.clone(),
                     backup: spec.backup,
                     validate: spec.validate.clone(),
                     make_parents,
@@ -610,7 +637,7 @@ async fn remote_copy(
             fin = w.stat;
             backup = w.backup_file;
         } else {
-            fin = remote::set_attrs(ctx, &target, &spec.attrs, false).await?;
+            fin = remote::set_attrs(ctx, &target, &attrs, false).await?;
         }
     }
     res.data.insert("dest".into(), target.into());
@@ -824,6 +851,16 @@ mod tests {
         assert!(Copy.run(&c, args(a.clone())).await.unwrap().changed);
         assert_eq!(std::fs::read_to_string(&d).unwrap(), "remote\n");
         assert!(!Copy.run(&c, args(a)).await.unwrap().changed);
+        // mode: preserve takes the source's mode.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&s, std::fs::Permissions::from_mode(0o751)).unwrap();
+        let p = dir.path().join("p.txt");
+        let a = json!({"src": s.to_str().unwrap(), "dest": p.to_str().unwrap(), "remote_src": true, "mode": "preserve"});
+        assert!(Copy.run(&c, args(a)).await.unwrap().changed);
+        assert_eq!(mode_of(&p), 0o751);
+        let a = json!({"src": s.to_str().unwrap(), "dest": dir.path().join("q").to_str().unwrap(), "mode": "preserve"});
+        assert!(Copy.run(&c, args(a)).await.unwrap().changed);
+        assert_eq!(mode_of(&dir.path().join("q")), 0o751);
     }
 
     #[tokio::test]

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
-use super::copy::{check_validate, put_file, PutSpec};
+use super::copy::{check_validate, preserve_local_mode, put_file, PutSpec};
 use super::remote::Attrs;
 use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
@@ -134,6 +134,12 @@ impl Module for Template {
                 .help("use \"\\n\", \"\\r\" or \"\\r\\n\""))
             }
         };
+        let mut attrs = Attrs {
+            mode: a.mode,
+            owner: a.owner,
+            group: a.group,
+        };
+        preserve_local_mode(&mut attrs, &path);
         put_file(
             ctx,
             PutSpec {
@@ -142,11 +148,7 @@ impl Module for Template {
                 // As Ansible: into a directory the file keeps the template's name (`.j2` too).
                 src_name: path.file_name().map(|n| n.to_string_lossy().into_owned()),
                 src_label: Some(path.display().to_string()),
-                attrs: Attrs {
-                    mode: a.mode,
-                    owner: a.owner,
-                    group: a.group,
-                },
+                attrs,
                 backup: a.backup,
                 force: a.force,
                 validate: a.validate,
