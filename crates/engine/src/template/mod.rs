@@ -8,6 +8,10 @@ use serde_json::Value;
 use crate::error::{Error, ErrorKind, Result};
 
 pub mod filters;
+pub mod ipaddr;
+pub mod jinja_tests;
+pub mod lookups;
+pub mod pydump;
 
 /// The value `default(omit)` produces; module arguments equal to it are dropped.
 pub const OMIT: &str = "__omit_place_holder__kk";
