@@ -153,12 +153,10 @@ pub(crate) fn undefined_error(state: &State, value: &Value, filter: &str) -> Err
 }
 
 /// Converts a template value to plain data, or says which filter could not.
-pub(crate) fn to_plain(v: &Value, filter: &str) -> Result<J, Error> {
-    if v.is_undefined() {
-        return Err(Error::new(
-            ErrorKind::UndefinedError,
-            format!("{}: the input value is undefined", filter),
-        ));
+/// Undefined values, also inside lists and dicts, are errors (as in Ansible).
+pub(crate) fn to_plain(state: &State, v: &Value, filter: &str) -> Result<J, Error> {
+    if let Some(u) = find_undefined(v, 0) {
+        return Err(undefined_error(state, &u, filter));
     }
     serde_json::to_value(v).map_err(|e| {
         fail(format!(
@@ -168,6 +166,28 @@ pub(crate) fn to_plain(v: &Value, filter: &str) -> Result<J, Error> {
             e
         ))
     })
+}
+
+/// The first undefined value inside `v` (lists and dicts, a bounded depth).
+fn find_undefined(v: &Value, depth: usize) -> Option<Value> {
+    if v.is_undefined() {
+        return Some(v.clone());
+    }
+    if depth > 64 {
+        return None;
+    }
+    match v.kind() {
+        ValueKind::Seq => v
+            .try_iter()
+            .ok()?
+            .find_map(|i| find_undefined(&i, depth + 1)),
+        ValueKind::Map => {
+            let keys: Vec<Value> = v.try_iter().ok()?.collect();
+            keys.iter()
+                .find_map(|k| find_undefined(&v.get_item(k).unwrap_or_default(), depth + 1))
+        }
+        _ => None,
+    }
 }
 
 /// Plain data as a template value.
@@ -497,12 +517,17 @@ fn indent_string(filter: &str, ind: &Value) -> Result<Option<String>, Error> {
     }
 }
 
-fn to_json(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
+fn to_json(state: &State, value: &Value, kwargs: Kwargs) -> Result<String, Error> {
     let o = json_options("to_json", &kwargs, JsonOptions::default())?;
-    Ok(pydump::dump_json(&to_plain(value, "to_json")?, &o))
+    Ok(pydump::dump_json(&to_plain(state, value, "to_json")?, &o))
 }
 
-fn to_nice_json(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<String, Error> {
+fn to_nice_json(
+    state: &State,
+    value: &Value,
+    indent: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
     let mut o = JsonOptions {
         indent: Some("    ".into()),
         sort_keys: true,
@@ -513,7 +538,10 @@ fn to_nice_json(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<
         o.indent = indent_string("to_nice_json", &ind)?;
     }
     let o = json_options("to_nice_json", &kwargs, o)?;
-    Ok(pydump::dump_json(&to_plain(value, "to_nice_json")?, &o))
+    Ok(pydump::dump_json(
+        &to_plain(state, value, "to_nice_json")?,
+        &o,
+    ))
 }
 
 fn from_json(value: &Value) -> Result<Value, Error> {
@@ -555,19 +583,27 @@ fn yaml_options(filter: &str, kwargs: &Kwargs, mut o: YamlOptions) -> Result<Yam
     Ok(o)
 }
 
-fn to_yaml(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
+fn to_yaml(state: &State, value: &Value, kwargs: Kwargs) -> Result<String, Error> {
     let o = yaml_options("to_yaml", &kwargs, YamlOptions::default())?;
-    Ok(pydump::dump_yaml(&to_plain(value, "to_yaml")?, &o))
+    Ok(pydump::dump_yaml(&to_plain(state, value, "to_yaml")?, &o))
 }
 
-fn to_nice_yaml(value: &Value, indent: Option<usize>, kwargs: Kwargs) -> Result<String, Error> {
+fn to_nice_yaml(
+    state: &State,
+    value: &Value,
+    indent: Option<usize>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
     let o = YamlOptions {
         indent: indent.unwrap_or(4),
         flow_style: Some(false),
         ..Default::default()
     };
     let o = yaml_options("to_nice_yaml", &kwargs, o)?;
-    Ok(pydump::dump_yaml(&to_plain(value, "to_nice_yaml")?, &o))
+    Ok(pydump::dump_yaml(
+        &to_plain(state, value, "to_nice_yaml")?,
+        &o,
+    ))
 }
 
 fn parse_yaml_docs(filter: &str, text: &str) -> Result<Vec<J>, Error> {
@@ -660,7 +696,12 @@ fn merge_hash(
     out
 }
 
-fn combine(value: &Value, rest: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+fn combine(
+    state: &State,
+    value: &Value,
+    rest: Rest<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
     let rest = rest.0;
     let recursive = kwargs
         .get::<Option<Value>>("recursive")?
@@ -696,7 +737,7 @@ fn combine(value: &Value, rest: Rest<Value>, kwargs: Kwargs) -> Result<Value, Er
             vec![term]
         };
         for item in items {
-            match to_plain(&item, "combine")? {
+            match to_plain(state, &item, "combine")? {
                 J::Object(m) => dicts.push(m),
                 other => {
                     return Err(fail(format!(

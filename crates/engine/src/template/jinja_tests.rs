@@ -148,8 +148,11 @@ fn loose_cmp(a: &str, b: &str) -> Result<Ordering, String> {
     Ok(pa.len().cmp(&pb.len()))
 }
 
+/// A parsed StrictVersion: major, minor, patch and the optional `a`/`b` pre-release.
+type StrictKey = (u64, u64, u64, Option<(char, u64)>);
+
 /// `StrictVersion`: `N.N[.N][(a|b)N]`.
-fn strict_key(s: &str) -> Result<(u64, u64, u64, Option<(char, u64)>), String> {
+fn strict_key(s: &str) -> Result<StrictKey, String> {
     let re =
         regex::Regex::new(r"^(\d+)\.(\d+)(\.(\d+))?([ab](\d+))?$").map_err(|e| e.to_string())?;
     let c = re.captures(s).ok_or_else(|| {
@@ -358,8 +361,8 @@ fn convert_boolean(v: &Value) -> Option<bool> {
             _ => None,
         },
         ValueKind::Number => match f64::try_from(v.clone()) {
-            Ok(f) if f == 1.0 => Some(true),
-            Ok(f) if f == 0.0 => Some(false),
+            Ok(1.0) => Some(true),
+            Ok(0.0) => Some(false),
             _ => None,
         },
         _ => None,
@@ -600,10 +603,9 @@ mod tests {
 
     #[test]
     fn regex_tests() {
-        assert!(
-            t("'http://example.com/users/1' is match('http://example.com/users/.*/resources')")
-                == false
-        );
+        assert!(!t(
+            "'http://example.com/users/1' is match('http://example.com/users/.*/resources')"
+        ));
         assert!(t(
             "'http://example.com/users/1' is match('http://example.com/users/')"
         ));
@@ -639,7 +641,7 @@ mod tests {
         assert!(t("'no' is truthy"));
         assert!(!t("'no' is truthy(convert_bool=true)"));
         assert!(t("'off' is falsy(convert_bool=true)"));
-        assert!(t("1.0 is nan") == false);
+        assert!(!t("1.0 is nan"));
     }
 
     #[test]

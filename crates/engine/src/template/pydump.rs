@@ -689,15 +689,14 @@ impl Emitter {
                     self.write_indent();
                     start = end;
                 }
-            } else if ch.is_none()
+            } else if (ch.is_none()
                 || matches!(ch, Some(' ') | Some('\''))
-                || is_break(ch.unwrap_or(' '))
+                || is_break(ch.unwrap_or(' ')))
+                && start < end
             {
-                if start < end {
-                    let piece: String = chars[start..end].iter().collect();
-                    self.write(&piece);
-                    start = end;
-                }
+                let piece: String = chars[start..end].iter().collect();
+                self.write(&piece);
+                start = end;
             }
             if ch == Some('\'') {
                 self.write("''");
