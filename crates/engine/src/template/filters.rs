@@ -77,6 +77,8 @@ pub fn register(env: &mut Environment<'static>) {
     filter!("log", log);
     filter!("pow", pow);
     filter!("root", root);
+    filter!("subelements", subelements);
+    filter!("to_uuid", to_uuid);
     // Jinja2 built-ins, reachable under their documented `ansible.builtin.` names too.
     use minijinja::filters as b;
     macro_rules! alias {
@@ -94,6 +96,8 @@ pub fn register(env: &mut Environment<'static>) {
         "format" => b::format, "indent" => b::indent, "capitalize" => b::capitalize,
         "title" => b::title, "split" => b::split,
     );
+    // Python's `dict()`, which also takes a list of pairs: `dict(keys | zip(values))`.
+    env.add_function("dict", dict_fn);
     super::jinja_tests::register(env);
     super::ipaddr::register(env);
     super::lookups::register(env);
@@ -757,6 +761,56 @@ fn combine(
     Ok(from_plain(&J::Object(result)))
 }
 
+/// Python's `dict([mapping or pairs], **kwargs)`.
+fn dict_fn(value: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let mut pairs: Vec<(Value, Value)> = Vec::new();
+    match value {
+        None => {}
+        Some(v) if v.is_none() || v.is_undefined() => {
+            return Err(fail(format!(
+                "dict: expected a mapping or a list of pairs, got {}",
+                py_type(&v)
+            )));
+        }
+        Some(v) if v.kind() == ValueKind::Map => {
+            for k in v.try_iter()? {
+                let item = v.get_item(&k)?;
+                pairs.push((k, item));
+            }
+        }
+        Some(v) if is_list(&v) => {
+            for item in v.try_iter()? {
+                let kv: Vec<Value> = if is_list(&item) {
+                    item.try_iter()?.collect()
+                } else {
+                    Vec::new()
+                };
+                if kv.len() != 2 {
+                    return Err(fail(format!(
+                        "dict: each item must be a (key, value) pair, got {}",
+                        item
+                    )));
+                }
+                let mut kv = kv.into_iter();
+                pairs.push((kv.next().unwrap_or_default(), kv.next().unwrap_or_default()));
+            }
+        }
+        Some(v) => {
+            return Err(fail(format!(
+                "dict: expected a mapping or a list of pairs, got {}",
+                py_type(&v)
+            )))
+        }
+    }
+    let names: Vec<String> = kwargs.args().map(str::to_string).collect();
+    for name in names {
+        let v = kwargs.get::<Value>(&name)?;
+        pairs.push((Value::from(name), v));
+    }
+    kwargs.assert_all_used()?;
+    Ok(map_value(pairs))
+}
+
 fn key_value_names(
     filter: &str,
     key_name: Option<String>,
@@ -1052,6 +1106,118 @@ fn ternary(
         _ if truthy(value) => true_val,
         _ => false_val,
     })
+}
+
+/// `subelements`: pairs of (item, sub-item) for a list found under a key path of each item.
+fn subelements(
+    value: &Value,
+    path: &Value,
+    skip_missing: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let skip_missing = arg(skip_missing, &kwargs, "skip_missing")?.is_some_and(|v| v.is_true());
+    kwargs.assert_all_used()?;
+    let elements: Vec<Value> = match value.kind() {
+        ValueKind::Map => value
+            .try_iter()?
+            .map(|k| value.get_item(&k).unwrap_or_default())
+            .collect(),
+        ValueKind::Seq | ValueKind::Iterable => value.try_iter()?.collect(),
+        _ => {
+            return Err(fail(format!(
+                "subelements: obj must be a list of dicts or a nested dict, got {}",
+                py_type(value)
+            )))
+        }
+    };
+    let keys: Vec<String> = match path.kind() {
+        ValueKind::String => path
+            .as_str()
+            .unwrap_or_default()
+            .split('.')
+            .map(str::to_string)
+            .collect(),
+        ValueKind::Seq => path.try_iter()?.map(|k| py_str(&k)).collect(),
+        _ => {
+            return Err(fail(format!(
+                "subelements: subelements must be a list or a string, got {}",
+                py_type(path)
+            )))
+        }
+    };
+    let mut out = Vec::new();
+    for element in elements {
+        let mut values = element.clone();
+        let mut missing = false;
+        for key in &keys {
+            if values.kind() != ValueKind::Map {
+                return Err(fail(format!(
+                    "subelements: the key {} should point to a dictionary, got '{}'",
+                    key, values
+                )));
+            }
+            let next = values.get_attr(key)?;
+            if next.is_undefined() {
+                if skip_missing {
+                    missing = true;
+                    break;
+                }
+                return Err(fail(format!(
+                    "subelements: could not find '{}' key in iterated item {}",
+                    key, values
+                )));
+            }
+            values = next;
+        }
+        if missing {
+            continue;
+        }
+        if values.kind() != ValueKind::Seq {
+            return Err(fail(format!(
+                "subelements: the key '{}' should point to a list, got {}",
+                keys.join("."),
+                values
+            )));
+        }
+        for v in values.try_iter()? {
+            out.push(Value::from(vec![element.clone(), v]));
+        }
+    }
+    Ok(Value::from(out))
+}
+
+/// `to_uuid`: a name-based (version 5) UUID in Ansible's namespace by default.
+fn to_uuid(value: &Value, namespace: Option<Value>, kwargs: Kwargs) -> Result<String, Error> {
+    use sha1::Digest;
+    let ns = arg(namespace, &kwargs, "namespace")?
+        .map(|v| py_str(&v))
+        .unwrap_or_else(|| "361E6D51-FAEC-444A-9079-341386DA8E2E".into());
+    kwargs.assert_all_used()?;
+    let hex_ns: String = ns.chars().filter(|c| *c != '-').collect();
+    let ns_bytes = hex::decode(&hex_ns)
+        .ok()
+        .filter(|b| b.len() == 16)
+        .ok_or_else(|| {
+            fail(format!(
+                "to_uuid: invalid value '{}' for 'namespace': not a UUID",
+                ns
+            ))
+        })?;
+    let mut h = sha1::Sha1::new();
+    h.update(&ns_bytes);
+    h.update(py_str(value).as_bytes());
+    let mut b: Vec<u8> = h.finalize()[..16].to_vec();
+    b[6] = (b[6] & 0x0f) | 0x50;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let x = hex::encode(b);
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &x[..8],
+        &x[8..12],
+        &x[12..16],
+        &x[16..20],
+        &x[20..]
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -2273,6 +2439,46 @@ mod tests {
         );
         assert_eq!(ok("'x' | comment(decoration='; ')"), json!(";\n; x\n;"));
         assert_eq!(ok("'x' | comment('xml')"), json!("<!--\n -\n - x\n -\n-->"));
+    }
+
+    #[test]
+    fn subelements_and_uuid() {
+        let users = "[{'name': 'a', 'groups': ['wheel', 'docker']}, {'name': 'b', 'groups': []}, {'name': 'c'}]";
+        assert_eq!(
+            ok(&format!(
+                "{} | subelements('groups', skip_missing=true) | map('last') | list",
+                users
+            )),
+            json!(["wheel", "docker"])
+        );
+        assert_eq!(
+            ok("[{'n': 1, 'x': {'l': [5]}}] | subelements('x.l')"),
+            json!([[{"n": 1, "x": {"l": [5]}}, 5]])
+        );
+        assert!(err(&format!("{} | subelements('groups')", users))
+            .contains("could not find 'groups' key"));
+        assert!(err("[{'g': 1}] | subelements('g')").contains("should point to a list"));
+        assert_eq!(
+            ok("'python.org' | to_uuid(namespace='6ba7b810-9dad-11d1-80b4-00c04fd430c8')"),
+            json!("886313e1-3b8a-5372-9b90-0c9aee199e5d")
+        );
+        assert_eq!(ok("'x' | to_uuid | length"), json!(36));
+    }
+
+    #[test]
+    fn dict_function() {
+        assert_eq!(
+            ok("dict(['a', 'b'] | zip([1, 2]))"),
+            json!({"a": 1, "b": 2})
+        );
+        assert_eq!(
+            ok("dict([['a', 1], ['a', 2], ['b', 3]])"),
+            json!({"a": 2, "b": 3})
+        );
+        assert_eq!(ok("dict(a=1, b='x')"), json!({"a": 1, "b": "x"}));
+        assert_eq!(ok("dict({'a': 1}, b=2)"), json!({"a": 1, "b": 2}));
+        assert_eq!(ok("dict()"), json!({}));
+        assert!(err("dict([1, 2])").contains("dict: each item must be a (key, value) pair"));
     }
 
     #[test]
