@@ -8,6 +8,10 @@ use serde_json::Value;
 use crate::error::{Error, ErrorKind, Result};
 
 pub mod filters;
+pub mod ipaddr;
+pub mod jinja_tests;
+pub mod lookups;
+pub mod pydump;
 
 /// The value `default(omit)` produces; module arguments equal to it are dropped.
 pub const OMIT: &str = "__omit_place_holder__kk";
@@ -60,6 +64,8 @@ impl Templar {
         );
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         env.set_recursion_limit(200);
+        // Debug info lets errors name the undefined variable in release builds too.
+        env.set_debug(true);
         minijinja_contrib::add_to_environment(&mut env);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_global("omit", OMIT);
