@@ -14,7 +14,11 @@ use kk_engine::vars::VarMap;
 use kk_engine::{Error, ErrorKind};
 
 #[derive(Parser)]
-#[command(name = "kk", version, about = "Install and run Kubernetes clusters over SSH, with a fast Ansible-compatible playbook engine")]
+#[command(
+    name = "kk",
+    version,
+    about = "Install and run Kubernetes clusters over SSH, with a fast Ansible-compatible playbook engine"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -97,7 +101,10 @@ fn absolute(p: &Path) -> PathBuf {
 
 fn build_options(playbook: PathBuf, c: &Common) -> Result<(RunOptions, PathBuf), Error> {
     if !playbook.is_file() {
-        return Err(options_error(format!("playbook {} not found", playbook.display())).help("give the path of a playbook YAML file"));
+        return Err(
+            options_error(format!("playbook {} not found", playbook.display()))
+                .help("give the path of a playbook YAML file"),
+        );
     }
     let inventory = match &c.inventory {
         Some(p) => Inventory::load(p)?,
@@ -127,7 +134,10 @@ fn build_options(playbook: PathBuf, c: &Common) -> Result<(RunOptions, PathBuf),
             inventory,
             config,
             extra_vars: extra,
-            tags: TagFilter { only: c.tags.clone(), skip: c.skip_tags.clone() },
+            tags: TagFilter {
+                only: c.tags.clone(),
+                skip: c.skip_tags.clone(),
+            },
             limit: c.limit.clone(),
             check: c.check,
             diff: c.diff,
@@ -144,8 +154,16 @@ async fn run(playbook: PathBuf, common: Common) -> Result<i32, Error> {
         OutputFormat::Text => Format::Text,
         OutputFormat::Json => Format::Json,
     };
-    let output = Output::new(format, common.diff, common.verbose, Some(&workdir))
-        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot create the run directory under {}: {}", workdir.display(), e)))?;
+    let output = Output::new(format, common.diff, common.verbose, Some(&workdir)).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!(
+                "cannot create the run directory under {}: {}",
+                workdir.display(),
+                e
+            ),
+        )
+    })?;
     let outcome = run_playbook(opts, Arc::new(output)).await?;
     Ok(outcome.exit_code)
 }
@@ -158,7 +176,10 @@ fn main() -> ExitCode {
             0
         }
         Command::Run { playbook, common } => {
-            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("error: cannot start the runtime: {}", e);

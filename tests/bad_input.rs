@@ -117,7 +117,12 @@ fn every_bad_input_gets_a_clear_error() {
             problems.push("panicked".into());
         }
         if !problems.is_empty() {
-            failures.push(format!("== {}: {}\n{}", case.name, problems.join("; "), all));
+            failures.push(format!(
+                "== {}: {}\n{}",
+                case.name,
+                problems.join("; "),
+                all
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -128,5 +133,9 @@ fn missing_playbook_is_an_options_error() {
     let p = Project::new();
     let r = p.kk(&["run", "nope.yaml"]);
     assert_eq!(r.code, 5, "{}", r.describe());
-    assert!(r.stderr.contains("playbook nope.yaml not found"), "{}", r.describe());
+    assert!(
+        r.stderr.contains("playbook nope.yaml not found"),
+        "{}",
+        r.describe()
+    );
 }

@@ -7,7 +7,8 @@ use serde_json::json;
 
 fn project(site: &str) -> Project {
     let p = Project::new();
-    p.file("inventory.yaml", LOCAL_INVENTORY).file("site.yaml", site);
+    p.file("inventory.yaml", LOCAL_INVENTORY)
+        .file("site.yaml", site);
     p
 }
 
@@ -107,7 +108,10 @@ fn loops_register_and_conditions() {
     assert_eq!(r.msg("shape", "h1"), json!("['a-0', '-', 'c-2'] True True"));
     let ext = r.result("extended", "h1");
     assert_eq!(ext["result"]["results"][1]["msg"], json!("2/2 True"));
-    assert_eq!(r.result("with_dict", "h1")["result"]["results"][0]["msg"], json!("k=v"));
+    assert_eq!(
+        r.result("with_dict", "h1")["result"]["results"][0]["msg"],
+        json!("k=v")
+    );
 }
 
 #[test]
@@ -169,7 +173,10 @@ fn failed_host_leaves_play_and_exit_code_is_2() {
     let r = p.run_json(&[]);
     r.code(2);
     assert_eq!(r.status("after", "h1"), "ok");
-    assert!(r.events().iter().all(|e| !(e["task"] == "after" && e["host"] == "h2")));
+    assert!(r
+        .events()
+        .iter()
+        .all(|e| !(e["task"] == "after" && e["host"] == "h2")));
     assert_eq!(r.recap("h2")["failed"], 1);
     assert_eq!(r.msg("fail h2", "h2"), json!("h2 is bad"));
 }
@@ -199,7 +206,10 @@ fn blocks_rescue_and_always() {
     r.code(0);
     assert_eq!(r.msg("rescue", "h1"), json!("maybe fail"));
     assert_eq!(r.status("rest of block", "h2"), "ok");
-    assert!(r.events().iter().all(|e| !(e["task"] == "rest of block" && e["host"] == "h1")));
+    assert!(r
+        .events()
+        .iter()
+        .all(|e| !(e["task"] == "rest of block" && e["host"] == "h1")));
     assert_eq!(r.status("always", "h1"), "ok");
     assert_eq!(r.status("always", "h3"), "ok");
     assert_eq!(r.recap("h1")["rescued"], 1);
@@ -232,10 +242,17 @@ fn handlers_run_once_per_host_at_the_end() {
     );
     let r = p.run_json(&[]);
     r.code(0);
-    let restarts = r.events().iter().filter(|e| e["task"] == "restart" && e["event"] == "host_result").count();
+    let restarts = r
+        .events()
+        .iter()
+        .filter(|e| e["task"] == "restart" && e["event"] == "host_result")
+        .count();
     assert_eq!(restarts, 2, "{}", r.describe());
     assert_eq!(r.status("listener", "h1"), "ok");
-    assert!(r.events().iter().all(|e| !(e["task"] == "listener" && e["host"] == "h2")));
+    assert!(r
+        .events()
+        .iter()
+        .all(|e| !(e["task"] == "listener" && e["host"] == "h2")));
     let pos = |t: &str| r.events().iter().position(|e| e["task"] == t).unwrap();
     assert!(pos("restart") < pos("after flush"));
 }
@@ -255,10 +272,17 @@ fn tags_select_tasks() {
 "#,
     );
     let names = |r: &common::Run| -> Vec<String> {
-        r.events().iter().filter(|e| e["event"] == "host_result").map(|e| e["task"].as_str().unwrap().to_string()).collect()
+        r.events()
+            .iter()
+            .filter(|e| e["event"] == "host_result")
+            .map(|e| e["task"].as_str().unwrap().to_string())
+            .collect()
     };
     assert_eq!(names(&p.run_json(&["--tags", "a"])), ["a", "always"]);
-    assert_eq!(names(&p.run_json(&["--skip-tags", "a"])), ["b", "always", "untagged"]);
+    assert_eq!(
+        names(&p.run_json(&["--skip-tags", "a"])),
+        ["b", "always", "untagged"]
+    );
     assert_eq!(names(&p.run_json(&["--tags", "dbg"])), ["always", "never"]);
     assert_eq!(names(&p.run_json(&[])), ["a", "b", "always", "untagged"]);
 }
@@ -297,7 +321,12 @@ fn includes_imports_and_roles() {
     assert_eq!(r.msg("base", "h1"), json!("from-base-defaults"));
     assert_eq!(r.msg("web", "h1"), json!("8080 rv web web"));
     assert_eq!(r.msg("static", "h1"), json!("static"));
-    let dyn_msgs: Vec<_> = r.events().iter().filter(|e| e["task"] == "dynamic" && e["event"] == "host_result").map(|e| e["result"]["msg"].clone()).collect();
+    let dyn_msgs: Vec<_> = r
+        .events()
+        .iter()
+        .filter(|e| e["task"] == "dynamic" && e["event"] == "host_result")
+        .map(|e| e["result"]["msg"].clone())
+        .collect();
     assert_eq!(dyn_msgs, vec![json!("num 1"), json!("num 2")]);
     assert_eq!(r.msg("extra", "h1"), json!(80));
     assert_eq!(r.msg("web handler", "h1"), json!("handled rv"));
@@ -324,7 +353,11 @@ fn run_once_delegate_and_serial() {
     );
     let r = p.run_json(&[]);
     r.code(0);
-    let once = r.events().iter().filter(|e| e["task"] == "once" && e["event"] == "host_result").count();
+    let once = r
+        .events()
+        .iter()
+        .filter(|e| e["task"] == "once" && e["event"] == "host_result")
+        .count();
     assert_eq!(once, 2, "one per serial batch");
     assert_eq!(r.msg("seen by all", "h2"), json!("once 2"));
     assert_eq!(r.msg("seen by all", "h3"), json!("once 1"));
@@ -348,7 +381,11 @@ fn any_errors_fatal_and_max_fail_percentage() {
     );
     let r = p.run_json(&[]);
     r.code(2);
-    assert!(r.events().iter().all(|e| e["task"] != "next"), "{}", r.describe());
+    assert!(
+        r.events().iter().all(|e| e["task"] != "next"),
+        "{}",
+        r.describe()
+    );
     let p = project(
         r#"
 - hosts: all
@@ -417,20 +454,33 @@ fn text_output_and_run_records() {
     r.code(2);
     assert!(r.stdout.contains("TASK [hello]"), "{}", r.describe());
     assert!(r.stdout.contains("\"msg\": \"hi\""), "{}", r.describe());
-    assert!(r.stdout.contains("rc: 7") && r.stdout.contains("out") && r.stdout.contains("err"), "{}", r.describe());
+    assert!(
+        r.stdout.contains("rc: 7") && r.stdout.contains("out") && r.stdout.contains("err"),
+        "{}",
+        r.describe()
+    );
     assert!(r.stdout.contains("PLAY RECAP"));
     let runs: Vec<_> = std::fs::read_dir(p.path("kubekey/runs")).unwrap().collect();
     assert_eq!(runs.len(), 1);
     let dir = runs[0].as_ref().unwrap().path();
     let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
     assert!(events.lines().any(|l| l.contains("\"event\":\"recap\"")));
-    assert!(std::fs::read_to_string(dir.join("kk.log")).unwrap().contains("PLAY RECAP"));
+    assert!(std::fs::read_to_string(dir.join("kk.log"))
+        .unwrap()
+        .contains("PLAY RECAP"));
 }
 
 #[test]
 fn no_log_hides_output() {
     let p = project("- hosts: h1\n  gather_facts: false\n  tasks:\n    - name: secret\n      command: echo s3cret\n      no_log: true\n      register: s\n    - name: still usable\n      debug: msg=\"{{ s.stdout | length }}\"\n");
-    let r = p.kk(&["run", "site.yaml", "-i", "inventory.yaml", "--output", "json"]);
+    let r = p.kk(&[
+        "run",
+        "site.yaml",
+        "-i",
+        "inventory.yaml",
+        "--output",
+        "json",
+    ]);
     r.code(0);
     assert!(!r.stdout.contains("s3cret"), "{}", r.describe());
     assert_eq!(r.msg("still usable", "h1"), json!(6));
@@ -456,7 +506,10 @@ fn file_modules_are_idempotent_with_check_and_diff() {
       debug: msg="{{ st.stat.mode }} {{ st.stat.size }}"
 "#,
     );
-    p.file("templates/t.j2", "{% for i in range(n) %}\nline {{ i }}\n{% endfor %}\nhost {{ inventory_hostname }}\n");
+    p.file(
+        "templates/t.j2",
+        "{% for i in range(n) %}\nline {{ i }}\n{% endfor %}\nhost {{ inventory_hostname }}\n",
+    );
     let r = p.run_json(&[]);
     r.code(0);
     assert_eq!(p.read("out/h2/c.txt"), "n=2\n");
@@ -472,7 +525,11 @@ fn file_modules_are_idempotent_with_check_and_diff() {
     let check = p.run_json(&["--check", "--diff"]);
     check.code(0);
     assert_eq!(check.status("template", "h1"), "changed");
-    assert_eq!(p.read("out/h1/t.txt"), "line 0\nhost h1\n", "check mode must not write");
+    assert_eq!(
+        p.read("out/h1/t.txt"),
+        "line 0\nhost h1\n",
+        "check mode must not write"
+    );
     let diff = &check.result("template", "h1")["result"]["diff"][0];
     assert_eq!(diff["after"], "changed 1\n");
 }

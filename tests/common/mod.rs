@@ -33,7 +33,9 @@ spec:
 
 impl Project {
     pub fn new() -> Project {
-        Project { dir: tempfile::tempdir().expect("tempdir") }
+        Project {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -68,7 +70,14 @@ impl Project {
 
     /// `kk run site.yaml -i inventory.yaml --output json` plus extra arguments.
     pub fn run_json(&self, extra: &[&str]) -> Run {
-        let mut args = vec!["run", "site.yaml", "-i", "inventory.yaml", "--output", "json"];
+        let mut args = vec![
+            "run",
+            "site.yaml",
+            "-i",
+            "inventory.yaml",
+            "--output",
+            "json",
+        ];
         args.extend_from_slice(extra);
         self.kk(&args)
     }
@@ -84,7 +93,9 @@ impl Run {
         self.stdout
             .lines()
             .filter(|l| l.starts_with('{'))
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {:?}: {}", l, e)))
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {:?}: {}", l, e))
+            })
             .collect()
     }
 
@@ -94,12 +105,22 @@ impl Run {
             .into_iter()
             .filter(|e| e["event"] == "host_result" && e["task"] == task && e["host"] == host)
             .last()
-            .unwrap_or_else(|| panic!("no result for task {:?} on {}\n{}", task, host, self.describe()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no result for task {:?} on {}\n{}",
+                    task,
+                    host,
+                    self.describe()
+                )
+            })
     }
 
     /// Status of a task on a host.
     pub fn status(&self, task: &str, host: &str) -> String {
-        self.result(task, host)["status"].as_str().unwrap_or_default().to_string()
+        self.result(task, host)["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// `msg` of a debug task on a host.
@@ -109,12 +130,19 @@ impl Run {
 
     /// Recap counts of a host.
     pub fn recap(&self, host: &str) -> Value {
-        let ev = self.events().into_iter().find(|e| e["event"] == "recap").unwrap_or_else(|| panic!("no recap\n{}", self.describe()));
+        let ev = self
+            .events()
+            .into_iter()
+            .find(|e| e["event"] == "recap")
+            .unwrap_or_else(|| panic!("no recap\n{}", self.describe()));
         ev["hosts"][host].clone()
     }
 
     pub fn describe(&self) -> String {
-        format!("exit code {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+        format!(
+            "exit code {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
     }
 
     /// Asserts the exit code, showing everything on failure.

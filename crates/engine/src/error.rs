@@ -220,7 +220,10 @@ pub fn read_file(path: &Path) -> Result<String> {
 }
 
 /// The closest candidate to a misspelt name, for "did you mean" hints.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let mut best: Option<(&str, usize)> = None;
     for c in candidates {
         let d = edit_distance(name, c);
@@ -252,8 +255,15 @@ mod tests {
     #[test]
     fn render_quotes_line_and_caret() {
         let f = SourceFile::new("site.yaml", "- hosts: all\n  tasks:\n    - comand: x\n");
-        let e = Error::syntax("unknown module `comand`", &Span { file: f, line: 3, col: 7 })
-            .help("did you mean `command`?");
+        let e = Error::syntax(
+            "unknown module `comand`",
+            &Span {
+                file: f,
+                line: 3,
+                col: 7,
+            },
+        )
+        .help("did you mean `command`?");
         let r = e.render();
         assert!(r.contains("--> site.yaml:3:7"), "{r}");
         assert!(r.contains("3 |     - comand: x"), "{r}");
@@ -263,7 +273,10 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(did_you_mean("comand", ["command", "shell"]), Some("command"));
+        assert_eq!(
+            did_you_mean("comand", ["command", "shell"]),
+            Some("command")
+        );
         assert_eq!(did_you_mean("zzzzzz", ["command", "shell"]), None);
     }
 }

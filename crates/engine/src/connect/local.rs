@@ -22,16 +22,24 @@ impl LocalConnection {
         let current_user = std::env::var("USER")
             .ok()
             .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| if is_root() { "root".into() } else { String::new() });
+            .unwrap_or_else(|| {
+                if is_root() {
+                    "root".into()
+                } else {
+                    String::new()
+                }
+            });
         LocalConnection { current_user }
     }
 }
 
 fn is_root() -> bool {
-    std::fs::metadata("/proc/self").map(|m| {
-        use std::os::unix::fs::MetadataExt;
-        m.uid() == 0
-    }).unwrap_or(false)
+    std::fs::metadata("/proc/self")
+        .map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.uid() == 0
+        })
+        .unwrap_or(false)
 }
 
 #[async_trait]
@@ -57,9 +65,15 @@ impl Connection for LocalConnection {
         for (k, v) in &req.env {
             cmd.env(k, v);
         }
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| {
-            Error::new(ErrorKind::Connection, format!("cannot start /bin/sh on the controller: {e}"))
+            Error::new(
+                ErrorKind::Connection,
+                format!("cannot start /bin/sh on the controller: {e}"),
+            )
         })?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let mut input = Vec::new();
@@ -83,13 +97,21 @@ impl Connection for LocalConnection {
                 Err(_) => {
                     return Err(Error::new(
                         ErrorKind::Runtime,
-                        format!("command timed out after {} seconds and was killed", t.as_secs()),
+                        format!(
+                            "command timed out after {} seconds and was killed",
+                            t.as_secs()
+                        ),
                     ))
                 }
             },
             None => wait.await,
         }
-        .map_err(|e| Error::new(ErrorKind::Connection, format!("waiting for /bin/sh failed: {e}")))?;
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Connection,
+                format!("waiting for /bin/sh failed: {e}"),
+            )
+        })?;
         let _ = writer.await;
         Ok(ExecOutput {
             rc: output.status.code().unwrap_or(-1),

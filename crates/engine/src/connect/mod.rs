@@ -109,7 +109,10 @@ pub trait Connection: Send + Sync {
 
 /// Quotes a string for a POSIX shell (single quotes, `'` escaped).
 pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:@%+,".contains(&b)) {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@%+,".contains(&b))
+    {
         return s.to_string();
     }
     format!("'{}'", s.replace('\'', "'\\''"))

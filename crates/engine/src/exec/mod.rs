@@ -160,9 +160,17 @@ pub(crate) struct Runner {
 pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Result<Outcome> {
     let start = Instant::now();
     let playbook = load_playbook(&opts.playbook, opts.roles_path.clone())?;
-    let playbook_dir = opts.playbook.parent().map(|p| p.to_path_buf()).unwrap_or_default();
-    let abs_dir = std::fs::canonicalize(if playbook_dir.as_os_str().is_empty() { PathBuf::from(".") } else { playbook_dir.clone() })
-        .unwrap_or(playbook_dir.clone());
+    let playbook_dir = opts
+        .playbook
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_default();
+    let abs_dir = std::fs::canonicalize(if playbook_dir.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        playbook_dir.clone()
+    })
+    .unwrap_or(playbook_dir.clone());
     let runner = Arc::new(Runner {
         templar: Arc::new(Templar::new()),
         reporter,
@@ -183,7 +191,13 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
             break;
         }
     }
-    let conns: Vec<_> = runner.conns.lock().unwrap().drain().map(|(_, c)| c).collect();
+    let conns: Vec<_> = runner
+        .conns
+        .lock()
+        .unwrap()
+        .drain()
+        .map(|(_, c)| c)
+        .collect();
     for c in conns {
         c.close().await;
     }
@@ -211,12 +225,20 @@ impl Runner {
             return v.clone();
         }
         let v = Arc::new(self.inventory.read().unwrap().host_vars(host));
-        self.inv_vars.write().unwrap().insert(host.to_string(), v.clone());
+        self.inv_vars
+            .write()
+            .unwrap()
+            .insert(host.to_string(), v.clone());
         v
     }
 
     fn state(&self, host: &str) -> HostState {
-        self.hosts.lock().unwrap().get(host).cloned().unwrap_or_default()
+        self.hosts
+            .lock()
+            .unwrap()
+            .get(host)
+            .cloned()
+            .unwrap_or_default()
     }
 
     fn with_state<R>(&self, host: &str, f: impl FnOnce(&mut HostState) -> R) -> R {
@@ -224,23 +246,52 @@ impl Runner {
         f(hosts.entry(host.to_string()).or_default())
     }
 
-    fn play_magic(&self, pc_dir: &std::path::Path, batch: &[String], all_play_hosts: &[String], play_name: &str) -> VarMap {
+    fn play_magic(
+        &self,
+        pc_dir: &std::path::Path,
+        batch: &[String],
+        all_play_hosts: &[String],
+        play_name: &str,
+    ) -> VarMap {
         let inv = self.inventory.read().unwrap();
         let mut m = VarMap::new();
-        let groups: serde_json::Map<String, Value> =
-            inv.groups().into_iter().map(|(k, v)| (k, Value::from(v))).collect();
+        let groups: serde_json::Map<String, Value> = inv
+            .groups()
+            .into_iter()
+            .map(|(k, v)| (k, Value::from(v)))
+            .collect();
         m.insert("groups".into(), Value::Object(groups));
         m.insert("play_hosts".into(), Value::from(batch.to_vec()));
         m.insert("ansible_play_batch".into(), Value::from(batch.to_vec()));
         m.insert("ansible_play_hosts".into(), Value::from(batch.to_vec()));
-        m.insert("ansible_play_hosts_all".into(), Value::from(all_play_hosts.to_vec()));
+        m.insert(
+            "ansible_play_hosts_all".into(),
+            Value::from(all_play_hosts.to_vec()),
+        );
         m.insert("ansible_play_name".into(), Value::from(play_name));
-        let dir = if pc_dir.as_os_str().is_empty() { self.loader.playbook_dir.clone() } else { std::fs::canonicalize(pc_dir).unwrap_or(pc_dir.to_path_buf()) };
-        m.insert("playbook_dir".into(), Value::from(dir.display().to_string()));
+        let dir = if pc_dir.as_os_str().is_empty() {
+            self.loader.playbook_dir.clone()
+        } else {
+            std::fs::canonicalize(pc_dir).unwrap_or(pc_dir.to_path_buf())
+        };
+        m.insert(
+            "playbook_dir".into(),
+            Value::from(dir.display().to_string()),
+        );
         m.insert("ansible_check_mode".into(), Value::from(self.opts.check));
         m.insert("ansible_diff_mode".into(), Value::from(self.opts.diff));
-        m.insert("ansible_run_tags".into(), Value::from(if self.opts.tags.only.is_empty() { vec!["all".to_string()] } else { self.opts.tags.only.clone() }));
-        m.insert("ansible_skip_tags".into(), Value::from(self.opts.tags.skip.clone()));
+        m.insert(
+            "ansible_run_tags".into(),
+            Value::from(if self.opts.tags.only.is_empty() {
+                vec!["all".to_string()]
+            } else {
+                self.opts.tags.only.clone()
+            }),
+        );
+        m.insert(
+            "ansible_skip_tags".into(),
+            Value::from(self.opts.tags.skip.clone()),
+        );
         m.insert("ansible_version".into(), serde_json::json!({"full": "2.19.0", "major": 2, "minor": 19, "revision": 0, "string": "2.19.0 (kk)"}));
         m.insert("omit".into(), Value::from(OMIT));
         m
@@ -262,15 +313,23 @@ impl Runner {
     fn host_magic(&self, host: &str) -> Arc<VarMap> {
         let mut m = VarMap::new();
         m.insert("inventory_hostname".into(), Value::from(host));
-        m.insert("inventory_hostname_short".into(), Value::from(host.split('.').next().unwrap_or(host)));
-        m.insert("group_names".into(), Value::from(self.inventory.read().unwrap().group_names(host)));
+        m.insert(
+            "inventory_hostname_short".into(),
+            Value::from(host.split('.').next().unwrap_or(host)),
+        );
+        m.insert(
+            "group_names".into(),
+            Value::from(self.inventory.read().unwrap().group_names(host)),
+        );
         Arc::new(m)
     }
 
     fn hostvars(self: &Arc<Self>, play_vars: Arc<VarMap>) -> minijinja::Value {
         let me = self.clone();
         let mut names = self.inventory.read().unwrap().host_names();
-        if !names.iter().any(|n| n == "localhost") && self.hosts.lock().unwrap().contains_key("localhost") {
+        if !names.iter().any(|n| n == "localhost")
+            && self.hosts.lock().unwrap().contains_key("localhost")
+        {
             names.push("localhost".into());
         }
         let known: IndexSet<String> = names.iter().cloned().collect();
@@ -280,15 +339,29 @@ impl Runner {
                 if !known.contains(name) && name != "localhost" {
                     return None;
                 }
-                let magic = Magic { values: vec![me.host_magic(name)], hostvars: None };
-                Some(VarView::new(me.base_layers(name, &play_vars), magic, me.templar.clone()))
+                let magic = Magic {
+                    values: vec![me.host_magic(name)],
+                    hostvars: None,
+                };
+                Some(VarView::new(
+                    me.base_layers(name, &play_vars),
+                    magic,
+                    me.templar.clone(),
+                ))
             }),
         );
         minijinja::Value::from_object(hv)
     }
 
     /// The full view of a host's variables inside a scope.
-    fn view(&self, pc: &PlayCtx, scope: &Scope, host: &str, top: Option<Arc<VarMap>>, hostvars: &minijinja::Value) -> Arc<VarView> {
+    fn view(
+        &self,
+        pc: &PlayCtx,
+        scope: &Scope,
+        host: &str,
+        top: Option<Arc<VarMap>>,
+        hostvars: &minijinja::Value,
+    ) -> Arc<VarView> {
         let st = self.state(host);
         let mut l = Layers::default();
         for r in &scope.roles {
@@ -313,15 +386,31 @@ impl Runner {
         let mut values = vec![self.host_magic(host)];
         if let Some(r) = scope.roles.last() {
             let mut m = VarMap::new();
-            m.insert("role_path".into(), Value::from(r.role.path.display().to_string()));
+            m.insert(
+                "role_path".into(),
+                Value::from(r.role.path.display().to_string()),
+            );
             m.insert("role_name".into(), Value::from(r.role.name.clone()));
             m.insert("ansible_role_name".into(), Value::from(r.role.name.clone()));
-            let parents: Vec<String> = scope.roles.iter().rev().skip(1).map(|r| r.role.name.clone()).collect();
+            let parents: Vec<String> = scope
+                .roles
+                .iter()
+                .rev()
+                .skip(1)
+                .map(|r| r.role.name.clone())
+                .collect();
             m.insert("ansible_parent_role_names".into(), Value::from(parents));
             values.push(Arc::new(m));
         }
         values.push(pc.magic.read().unwrap().clone());
-        VarView::new(l, Magic { values, hostvars: Some(hostvars.clone()) }, self.templar.clone())
+        VarView::new(
+            l,
+            Magic {
+                values,
+                hostvars: Some(hostvars.clone()),
+            },
+            self.templar.clone(),
+        )
     }
 
     /// The connection to a host, opened on first use and kept for the run.
@@ -333,14 +422,20 @@ impl Runner {
             .get_json("ansible_connection")?
             .and_then(|v| v.as_str().map(str::to_string))
             .or_else(|| {
-                view.get_json("connector").ok().flatten().and_then(|c| c.get("type").and_then(|t| t.as_str()).map(str::to_string))
+                view.get_json("connector")
+                    .ok()
+                    .flatten()
+                    .and_then(|c| c.get("type").and_then(|t| t.as_str()).map(str::to_string))
             });
         let is_local = match conn_type.as_deref() {
             Some("local") => true,
             Some("ssh") | Some("smart") | Some("paramiko") => false,
             Some(other) => {
-                return Err(Error::new(ErrorKind::Connection, format!("unknown connection type `{}` for host {}", other, host))
-                    .help("use `local` or `ssh`"))
+                return Err(Error::new(
+                    ErrorKind::Connection,
+                    format!("unknown connection type `{}` for host {}", other, host),
+                )
+                .help("use `local` or `ssh`"))
             }
             None => host == "localhost" || host == "127.0.0.1",
         };
@@ -349,7 +444,10 @@ impl Runner {
                 .help("set `ansible_connection: local` (or `connector: {type: local}`) to run on the controller"));
         }
         let c: Arc<dyn Connection> = Arc::new(LocalConnection::new());
-        self.conns.lock().unwrap().insert(host.to_string(), c.clone());
+        self.conns
+            .lock()
+            .unwrap()
+            .insert(host.to_string(), c.clone());
         Ok(c)
     }
 
@@ -368,7 +466,10 @@ impl Runner {
         l.push(self.extra.clone());
         let view = VarView::new(l, Magic::default(), self.templar.clone());
         let ctx = view.context();
-        let rendered = self.templar.render_value(&play.hosts, &ctx).map_err(|e| e.at(&play.span))?;
+        let rendered = self
+            .templar
+            .render_value(&play.hosts, &ctx)
+            .map_err(|e| e.at(&play.span))?;
         let patterns: Vec<String> = match rendered {
             Value::String(s) => vec![s],
             Value::Array(items) => items.iter().map(crate::project::value_text).collect(),
@@ -389,9 +490,15 @@ impl Runner {
         Box::pin(async move {
             let hosts = self.play_hosts(&play)?;
             let name = play.name.clone();
-            self.emit(Event::PlayStart { play: name.clone(), hosts: hosts.clone() });
+            self.emit(Event::PlayStart {
+                play: name.clone(),
+                hosts: hosts.clone(),
+            });
             if hosts.is_empty() {
-                self.warn(format!("no hosts matched the play's pattern {}", play.hosts));
+                self.warn(format!(
+                    "no hosts matched the play's pattern {}",
+                    play.hosts
+                ));
                 return Ok(true);
             }
             for h in &hosts {
@@ -428,7 +535,12 @@ impl Runner {
             l.push(Arc::new(vars.clone()));
             l.push(self.extra.clone());
             let v = VarView::new(l, Magic::default(), self.templar.clone());
-            crate::project::value_text(&self.templar.render_str(&play.name, &v.context()).map_err(|e| e.at(&play.span))?)
+            crate::project::value_text(
+                &self
+                    .templar
+                    .render_str(&play.name, &v.context())
+                    .map_err(|e| e.at(&play.span))?,
+            )
         } else {
             play.name.clone()
         };
@@ -438,7 +550,10 @@ impl Runner {
             l.push(Arc::new(vars.clone()));
             l.push(self.extra.clone());
             let v = VarView::new(l, Magic::default(), self.templar.clone());
-            let rendered = self.templar.render_value(file, &v.context()).map_err(|e| e.at(span))?;
+            let rendered = self
+                .templar
+                .render_value(file, &v.context())
+                .map_err(|e| e.at(span))?;
             let candidates: Vec<String> = match rendered {
                 Value::Array(items) => items.iter().map(crate::project::value_text).collect(),
                 other => vec![crate::project::value_text(&other)],
@@ -454,7 +569,11 @@ impl Runner {
                 }
             }
             if !loaded {
-                return Err(Error::new(ErrorKind::Io, format!("vars file {} not found", candidates.join(" or "))).at(span));
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("vars file {} not found", candidates.join(" or ")),
+                )
+                .at(span));
             }
         }
         let magic = self.play_magic(&play.dir, batch, all, &name);
@@ -471,7 +590,10 @@ impl Runner {
     fn run_batch(self: Arc<Self>, pc: Arc<PlayCtx>) -> BoxFuture<'static, Result<()>> {
         Box::pin(async move {
             let scope = Scope {
-                attrs: Inherited { vars: Arc::new(VarMap::new()), ..pc.play.attrs.clone() },
+                attrs: Inherited {
+                    vars: Arc::new(VarMap::new()),
+                    ..pc.play.attrs.clone()
+                },
                 environment: pc.play.attrs.environment.iter().cloned().collect(),
                 ..Default::default()
             };
@@ -484,7 +606,15 @@ impl Runner {
             }
             let sections: [(&str, Vec<Task>); 3] = [
                 ("pre_tasks", pc.play.pre_tasks.clone()),
-                ("tasks", pc.play.roles.iter().chain(pc.play.tasks.iter()).cloned().collect()),
+                (
+                    "tasks",
+                    pc.play
+                        .roles
+                        .iter()
+                        .chain(pc.play.tasks.iter())
+                        .cloned()
+                        .collect(),
+                ),
                 ("post_tasks", pc.play.post_tasks.clone()),
             ];
             for (_, tasks) in sections {
@@ -493,10 +623,19 @@ impl Runner {
                 }
                 let hosts = self.active(&pc, &pc.batch);
                 if pc.play.strategy == Strategy::Free {
-                    let futs = hosts.iter().map(|h| self.clone().run_list(pc.clone(), tasks.clone(), vec![h.clone()], scope.clone()));
+                    let futs = hosts.iter().map(|h| {
+                        self.clone().run_list(
+                            pc.clone(),
+                            tasks.clone(),
+                            vec![h.clone()],
+                            scope.clone(),
+                        )
+                    });
                     futures::future::join_all(futs).await;
                 } else {
-                    self.clone().run_list(pc.clone(), tasks, hosts, scope.clone()).await;
+                    self.clone()
+                        .run_list(pc.clone(), tasks, hosts, scope.clone())
+                        .await;
                 }
                 self.clone().flush_handlers(pc.clone(), scope.clone()).await;
                 if pc.abort.load(Ordering::SeqCst) {
@@ -510,14 +649,19 @@ impl Runner {
     async fn gather_facts(self: &Arc<Self>, pc: &Arc<PlayCtx>, scope: &Scope) {
         let task = Task {
             name: Some("Gathering Facts".into()),
-            kind: TaskKind::Module { module: "setup".into(), args: VarMap::new() },
+            kind: TaskKind::Module {
+                module: "setup".into(),
+                args: VarMap::new(),
+            },
             attrs: Inherited::default(),
             own: Default::default(),
             span: pc.play.span.clone(),
             dir: pc.play.dir.clone(),
         };
         let hosts = self.active(pc, &pc.batch);
-        self.clone().run_tasks_on_hosts(pc.clone(), task, hosts, scope.clone(), true).await;
+        self.clone()
+            .run_tasks_on_hosts(pc.clone(), task, hosts, scope.clone(), true)
+            .await;
     }
 
     /// Hosts of a list that can still run tasks.
@@ -528,36 +672,70 @@ impl Runner {
         let states = self.hosts.lock().unwrap();
         hosts
             .iter()
-            .filter(|h| states.get(*h).map(|s| !s.failed && !s.unreachable && !s.ended).unwrap_or(true))
+            .filter(|h| {
+                states
+                    .get(*h)
+                    .map(|s| !s.failed && !s.unreachable && !s.ended)
+                    .unwrap_or(true)
+            })
             .cloned()
             .collect()
     }
 
     /// Runs a task list on hosts, each task on all of them before the next (linear).
-    fn run_list(self: Arc<Self>, pc: Arc<PlayCtx>, tasks: Vec<Task>, hosts: Vec<String>, scope: Scope) -> BoxFuture<'static, ()> {
+    fn run_list(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        tasks: Vec<Task>,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             for t in tasks {
                 let active = self.active(&pc, &hosts);
                 if active.is_empty() {
                     break;
                 }
-                self.clone().run_entry(pc.clone(), t, active, scope.clone()).await;
+                self.clone()
+                    .run_entry(pc.clone(), t, active, scope.clone())
+                    .await;
             }
         })
     }
 
-    fn run_entry(self: Arc<Self>, pc: Arc<PlayCtx>, t: Task, hosts: Vec<String>, scope: Scope) -> BoxFuture<'static, ()> {
+    fn run_entry(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        t: Task,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             match &t.kind {
-                TaskKind::Block { block, rescue, always, role } => {
+                TaskKind::Block {
+                    block,
+                    rescue,
+                    always,
+                    role,
+                } => {
                     let mut inner = scope.child(&t.attrs);
                     if let Some(r) = role {
                         inner.roles.push(r.clone());
                     }
-                    self.run_block(pc, block.clone(), rescue.clone(), always.clone(), hosts, inner).await;
+                    self.run_block(
+                        pc,
+                        block.clone(),
+                        rescue.clone(),
+                        always.clone(),
+                        hosts,
+                        inner,
+                    )
+                    .await;
                 }
                 TaskKind::Meta(what) => self.clone().run_meta(pc, &t, what, hosts, scope).await,
-                TaskKind::IncludeTasks { .. } | TaskKind::IncludeRole { .. } => self.run_include(pc, t, hosts, scope).await,
+                TaskKind::IncludeTasks { .. } | TaskKind::IncludeRole { .. } => {
+                    self.run_include(pc, t, hosts, scope).await
+                }
                 TaskKind::Module { .. } => {
                     let inner = scope.child(&t.attrs);
                     if !self.opts.tags.selects(&inner.attrs.tags) {
@@ -569,27 +747,62 @@ impl Runner {
         })
     }
 
-    fn run_block(self: Arc<Self>, pc: Arc<PlayCtx>, block: Vec<Task>, rescue: Vec<Task>, always: Vec<Task>, hosts: Vec<String>, scope: Scope) -> BoxFuture<'static, ()> {
+    fn run_block(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        block: Vec<Task>,
+        rescue: Vec<Task>,
+        always: Vec<Task>,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             let mut body_scope = scope.clone();
             if !rescue.is_empty() {
                 body_scope.rescuable = true;
             }
-            self.clone().run_list(pc.clone(), block, hosts.clone(), body_scope).await;
-            let failed: Vec<String> = hosts.iter().filter(|h| { let s = self.state(h); s.failed && !s.unreachable }).cloned().collect();
+            self.clone()
+                .run_list(pc.clone(), block, hosts.clone(), body_scope)
+                .await;
+            let failed: Vec<String> = hosts
+                .iter()
+                .filter(|h| {
+                    let s = self.state(h);
+                    s.failed && !s.unreachable
+                })
+                .cloned()
+                .collect();
             if !rescue.is_empty() && !failed.is_empty() && !pc.abort.load(Ordering::SeqCst) {
                 for h in &failed {
                     self.with_state(h, |s| s.failed = false);
                 }
-                self.clone().run_list(pc.clone(), rescue, failed.clone(), scope.clone()).await;
+                self.clone()
+                    .run_list(pc.clone(), rescue, failed.clone(), scope.clone())
+                    .await;
             }
             if !always.is_empty() {
-                let still_failed: Vec<String> = hosts.iter().filter(|h| { let s = self.state(h); s.failed && !s.unreachable }).cloned().collect();
+                let still_failed: Vec<String> = hosts
+                    .iter()
+                    .filter(|h| {
+                        let s = self.state(h);
+                        s.failed && !s.unreachable
+                    })
+                    .cloned()
+                    .collect();
                 for h in &still_failed {
                     self.with_state(h, |s| s.failed = false);
                 }
-                let run_on: Vec<String> = hosts.iter().filter(|h| { let s = self.state(h); !s.unreachable && !s.ended }).cloned().collect();
-                self.clone().run_list(pc.clone(), always, run_on, scope.clone()).await;
+                let run_on: Vec<String> = hosts
+                    .iter()
+                    .filter(|h| {
+                        let s = self.state(h);
+                        !s.unreachable && !s.ended
+                    })
+                    .cloned()
+                    .collect();
+                self.clone()
+                    .run_list(pc.clone(), always, run_on, scope.clone())
+                    .await;
                 for h in &still_failed {
                     self.with_state(h, |s| s.failed = true);
                 }
@@ -597,14 +810,24 @@ impl Runner {
         })
     }
 
-    async fn run_meta(self: Arc<Self>, pc: Arc<PlayCtx>, t: &Task, what: &str, hosts: Vec<String>, scope: Scope) {
+    async fn run_meta(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        t: &Task,
+        what: &str,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) {
         let inner = scope.child(&t.attrs);
         // Conditions on meta tasks are evaluated per host (except flush_handlers, which has none).
         let hv = self.hostvars(pc.vars.clone());
         let mut selected = Vec::new();
         for h in &hosts {
             let view = self.view(&pc, &inner, h, None, &hv);
-            match self.templar.eval_condition(&Value::Array(inner.attrs.when.clone()), &view.context()) {
+            match self
+                .templar
+                .eval_condition(&Value::Array(inner.attrs.when.clone()), &view.context())
+            {
                 Ok(true) => selected.push(h.clone()),
                 Ok(false) => {}
                 Err(e) => self.warn(format!("meta {}: {}", what, e.message)),
@@ -648,12 +871,19 @@ impl Runner {
                     pc.batch
                         .iter()
                         .filter(|host| {
-                            let Some(s) = states.get_mut(*host) else { return false };
-                            let hit = s.notified.iter().any(|n| *n == hname || listens.contains(n));
+                            let Some(s) = states.get_mut(*host) else {
+                                return false;
+                            };
+                            let hit = s
+                                .notified
+                                .iter()
+                                .any(|n| *n == hname || listens.contains(n));
                             if hit {
                                 s.notified.retain(|n| *n != hname && !listens.contains(n));
                             }
-                            hit && !s.unreachable && !s.ended && (!s.failed || pc.play.force_handlers)
+                            hit && !s.unreachable
+                                && !s.ended
+                                && (!s.failed || pc.play.force_handlers)
                         })
                         .cloned()
                         .collect()
@@ -663,7 +893,9 @@ impl Runner {
                 }
                 let mut handler = h.clone();
                 handler.own.listen.clear();
-                self.clone().run_entry(pc.clone(), handler, targets, scope.clone()).await;
+                self.clone()
+                    .run_entry(pc.clone(), handler, targets, scope.clone())
+                    .await;
             }
         })
     }
@@ -671,7 +903,9 @@ impl Runner {
 
 /// Splits hosts into `serial` batches: an int, "N%", or a list of them (the last repeats).
 fn serial_batches(serial: &Option<Value>, hosts: &[String]) -> Result<Vec<Vec<String>>> {
-    let Some(serial) = serial else { return Ok(vec![hosts.to_vec()]) };
+    let Some(serial) = serial else {
+        return Ok(vec![hosts.to_vec()]);
+    };
     let sizes: Vec<Value> = match serial {
         Value::Array(items) => items.clone(),
         other => vec![other.clone()],
@@ -681,11 +915,21 @@ fn serial_batches(serial: &Option<Value>, hosts: &[String]) -> Result<Vec<Vec<St
         let n = match v {
             Value::Number(n) => n.as_f64().unwrap_or(0.0) as usize,
             Value::String(s) if s.trim().ends_with('%') => {
-                let pct: f64 = s.trim().trim_end_matches('%').parse().map_err(|_| Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s)))?;
+                let pct: f64 = s.trim().trim_end_matches('%').parse().map_err(|_| {
+                    Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s))
+                })?;
                 ((total as f64) * pct / 100.0) as usize
             }
-            Value::String(s) => s.trim().parse().map_err(|_| Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s)))?,
-            other => return Err(Error::new(ErrorKind::Syntax, format!("bad serial value {}", other))),
+            Value::String(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s)))?,
+            other => {
+                return Err(Error::new(
+                    ErrorKind::Syntax,
+                    format!("bad serial value {}", other),
+                ))
+            }
         };
         Ok(n.max(1))
     };

@@ -35,7 +35,10 @@ impl TagFilter {
             return false;
         }
         if !self.skip.is_empty() {
-            if has("always") && !skipped("always") && !tags.iter().any(|t| t != "always" && skipped(t)) {
+            if has("always")
+                && !skipped("always")
+                && !tags.iter().any(|t| t != "always" && skipped(t))
+            {
                 return true;
             }
             if skipped("all")
@@ -64,21 +67,36 @@ mod tests {
         assert!(none.selects(&t(&[])));
         assert!(none.selects(&t(&["a"])));
         assert!(!none.selects(&t(&["never"])));
-        let only_a = TagFilter { only: t(&["a"]), skip: vec![] };
+        let only_a = TagFilter {
+            only: t(&["a"]),
+            skip: vec![],
+        };
         assert!(only_a.selects(&t(&["a", "b"])));
         assert!(!only_a.selects(&t(&["b"])));
         assert!(only_a.selects(&t(&["always"])));
         assert!(!only_a.selects(&t(&[])));
         assert!(only_a.selects(&t(&["never", "a"])));
-        let skip_a = TagFilter { only: vec![], skip: t(&["a"]) };
+        let skip_a = TagFilter {
+            only: vec![],
+            skip: t(&["a"]),
+        };
         assert!(!skip_a.selects(&t(&["a"])));
         assert!(skip_a.selects(&t(&["always"])));
-        let skip_always = TagFilter { only: vec![], skip: t(&["always"]) };
+        let skip_always = TagFilter {
+            only: vec![],
+            skip: t(&["always"]),
+        };
         assert!(!skip_always.selects(&t(&["always"])));
-        let tagged = TagFilter { only: t(&["tagged"]), skip: vec![] };
+        let tagged = TagFilter {
+            only: t(&["tagged"]),
+            skip: vec![],
+        };
         assert!(tagged.selects(&t(&["x"])));
         assert!(!tagged.selects(&t(&[])));
-        let untagged = TagFilter { only: t(&["untagged"]), skip: vec![] };
+        let untagged = TagFilter {
+            only: t(&["untagged"]),
+            skip: vec![],
+        };
         assert!(untagged.selects(&t(&[])));
     }
 }

@@ -32,12 +32,17 @@ struct HostOutcome {
     no_log: bool,
 }
 
-const CENSORED: &str = "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
+const CENSORED: &str =
+    "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
 
 fn strip_omit(v: Value) -> Option<Value> {
     match v {
         Value::String(s) if s == OMIT => None,
-        Value::Object(m) => Some(Value::Object(m.into_iter().filter_map(|(k, v)| strip_omit(v).map(|v| (k, v))).collect())),
+        Value::Object(m) => Some(Value::Object(
+            m.into_iter()
+                .filter_map(|(k, v)| strip_omit(v).map(|v| (k, v)))
+                .collect(),
+        )),
         Value::Array(a) => Some(Value::Array(a.into_iter().filter_map(strip_omit).collect())),
         other => Some(other),
     }
@@ -52,24 +57,39 @@ impl Runner {
     fn flag(&self, v: &Option<Value>, ctx: &minijinja::Value) -> Result<bool> {
         match v {
             None => Ok(false),
-            Some(Value::String(s)) if crate::template::is_template(s) => Ok(is_true(&self.templar.render_str(s, ctx)?)),
+            Some(Value::String(s)) if crate::template::is_template(s) => {
+                Ok(is_true(&self.templar.render_str(s, ctx)?))
+            }
             Some(v) => Ok(is_true(v)),
         }
     }
 
-    pub(super) fn run_tasks_on_hosts(self: Arc<Self>, pc: Arc<PlayCtx>, t: Task, hosts: Vec<String>, scope: Scope, facts_task: bool) -> BoxFuture<'static, ()> {
+    pub(super) fn run_tasks_on_hosts(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        t: Task,
+        hosts: Vec<String>,
+        scope: Scope,
+        facts_task: bool,
+    ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             let inner = scope.child(&t.attrs);
             let hv = self.hostvars(pc.vars.clone());
             let first_view = self.view(&pc, &inner, &hosts[0], None, &hv);
             let name = match &t.name {
-                Some(n) if crate::template::is_template(n) => match self.templar.render_str(n, &first_view.context()) {
-                    Ok(v) => value_text(&v),
-                    Err(_) => n.clone(),
-                },
+                Some(n) if crate::template::is_template(n) => {
+                    match self.templar.render_str(n, &first_view.context()) {
+                        Ok(v) => value_text(&v),
+                        Err(_) => n.clone(),
+                    }
+                }
                 _ => t.display_name(),
             };
-            self.emit(Event::TaskStart { play: pc.name.clone(), task: name.clone(), path: format!("{}:{}", t.span.path().display(), t.span.line) });
+            self.emit(Event::TaskStart {
+                play: pc.name.clone(),
+                task: name.clone(),
+                path: format!("{}:{}", t.span.path().display(), t.span.line),
+            });
             let module = match &t.kind {
                 TaskKind::Module { module, .. } => module.clone(),
                 _ => String::new(),
@@ -78,15 +98,34 @@ impl Runner {
                 Ok(b) => b || module == "add_host",
                 Err(_) => false,
             };
-            let targets = if run_once { vec![hosts[0].clone()] } else { hosts.clone() };
+            let targets = if run_once {
+                vec![hosts[0].clone()]
+            } else {
+                hosts.clone()
+            };
             let throttle = match &inner.attrs.throttle {
-                Some(v) => v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())).unwrap_or(0) as usize,
+                Some(v) => v
+                    .as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                    .unwrap_or(0) as usize,
                 None => 0,
             };
-            let limit = if throttle > 0 { throttle.min(self.opts.forks.max(1)) } else { self.opts.forks.max(1) };
+            let limit = if throttle > 0 {
+                throttle.min(self.opts.forks.max(1))
+            } else {
+                self.opts.forks.max(1)
+            };
             let sem = Arc::new(tokio::sync::Semaphore::new(limit));
             let futs = targets.iter().map(|h| {
-                let (me, pc, t, inner, hv, sem, h) = (self.clone(), pc.clone(), t.clone(), inner.clone(), hv.clone(), sem.clone(), h.clone());
+                let (me, pc, t, inner, hv, sem, h) = (
+                    self.clone(),
+                    pc.clone(),
+                    t.clone(),
+                    inner.clone(),
+                    hv.clone(),
+                    sem.clone(),
+                    h.clone(),
+                );
                 async move {
                     let _permit = sem.acquire().await;
                     me.run_on_host(&pc, &t, &inner, &h, &hv).await
@@ -95,7 +134,11 @@ impl Runner {
             let outcomes = futures::future::join_all(futs).await;
             let mut failed_now = 0usize;
             for o in outcomes {
-                let applies_to: Vec<String> = if run_once { hosts.clone() } else { vec![o.host.clone()] };
+                let applies_to: Vec<String> = if run_once {
+                    hosts.clone()
+                } else {
+                    vec![o.host.clone()]
+                };
                 if o.status == Status::Failed && !o.ignored {
                     failed_now += 1;
                 }
@@ -103,7 +146,10 @@ impl Runner {
             }
             if failed_now > 0 {
                 let ctx = first_view.context();
-                if self.flag(&inner.attrs.any_errors_fatal, &ctx).unwrap_or(false) {
+                if self
+                    .flag(&inner.attrs.any_errors_fatal, &ctx)
+                    .unwrap_or(false)
+                {
                     pc.abort.store(true, Ordering::SeqCst);
                 }
                 if let Some(pct) = pc.play.max_fail_percentage {
@@ -117,9 +163,21 @@ impl Runner {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn apply(&self, pc: &PlayCtx, t: &Task, inner: &Scope, o: HostOutcome, applies_to: &[String], task_name: &str, facts_task: bool) {
+    fn apply(
+        &self,
+        pc: &PlayCtx,
+        t: &Task,
+        inner: &Scope,
+        o: HostOutcome,
+        applies_to: &[String],
+        task_name: &str,
+        facts_task: bool,
+    ) {
         let mut result = o.result.clone();
-        let changed = result.get("changed").and_then(Value::as_bool).unwrap_or(false);
+        let changed = result
+            .get("changed")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         self.with_state(&o.host, |s| match o.status {
             Status::Ok => s.counts.ok += 1,
             Status::Changed => {
@@ -149,7 +207,10 @@ impl Runner {
             self.set_runtime(&o.host, m);
         }
         let fact_target = |h: &String| -> String {
-            match (&o.delegated, inner.attrs.delegate_facts.as_ref().map(is_true)) {
+            match (
+                &o.delegated,
+                inner.attrs.delegate_facts.as_ref().map(is_true),
+            ) {
                 (Some(d), Some(true)) => d.clone(),
                 _ => h.clone(),
             }
@@ -183,9 +244,21 @@ impl Runner {
             {
                 let mut inv = self.inventory.write().unwrap();
                 for a in &o.add_hosts {
-                    let name = a.get("host_name").and_then(Value::as_str).unwrap_or_default().to_string();
-                    let groups: Vec<String> = a.get("groups").and_then(Value::as_array).map(|g| g.iter().map(value_text).collect()).unwrap_or_default();
-                    let vars = a.get("host_vars").and_then(Value::as_object).cloned().unwrap_or_default();
+                    let name = a
+                        .get("host_name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    let groups: Vec<String> = a
+                        .get("groups")
+                        .and_then(Value::as_array)
+                        .map(|g| g.iter().map(value_text).collect())
+                        .unwrap_or_default();
+                    let vars = a
+                        .get("host_vars")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
                     if let Err(e) = inv.add_host(&name, &groups, vars) {
                         self.warn(format!("add_host {}: {}", name, e.message));
                     }
@@ -199,7 +272,14 @@ impl Runner {
                 }
             }
             let mut magic = (**pc.magic.read().unwrap()).clone();
-            let groups: serde_json::Map<String, Value> = self.inventory.read().unwrap().groups().into_iter().map(|(k, v)| (k, Value::from(v))).collect();
+            let groups: serde_json::Map<String, Value> = self
+                .inventory
+                .read()
+                .unwrap()
+                .groups()
+                .into_iter()
+                .map(|(k, v)| (k, Value::from(v)))
+                .collect();
             magic.insert("groups".into(), Value::Object(groups));
             *pc.magic.write().unwrap() = Arc::new(magic);
         }
@@ -232,7 +312,14 @@ impl Runner {
         });
     }
 
-    async fn run_on_host(self: Arc<Self>, pc: &PlayCtx, t: &Task, inner: &Scope, host: &str, hv: &minijinja::Value) -> HostOutcome {
+    async fn run_on_host(
+        self: Arc<Self>,
+        pc: &PlayCtx,
+        t: &Task,
+        inner: &Scope,
+        host: &str,
+        hv: &minijinja::Value,
+    ) -> HostOutcome {
         let view = self.view(pc, inner, host, None, hv);
         let ctx = view.context();
         let no_log = self.flag(&inner.attrs.no_log, &ctx).unwrap_or(false);
@@ -250,7 +337,11 @@ impl Runner {
             no_log,
         };
         let fail = |mut o: HostOutcome, e: Error| {
-            o.status = if e.kind == ErrorKind::Connection { Status::Unreachable } else { Status::Failed };
+            o.status = if e.kind == ErrorKind::Connection {
+                Status::Unreachable
+            } else {
+                Status::Failed
+            };
             let mut msg = e.render();
             if let Some(stripped) = msg.strip_prefix("error: ") {
                 msg = stripped.trim_end().to_string();
@@ -269,21 +360,56 @@ impl Runner {
             None => None,
             Some(l) => match self.templar.render_value(l, &ctx) {
                 Ok(Value::Array(items)) => Some(if t.own.loop_flatten {
-                    items.into_iter().flat_map(|i| match i { Value::Array(a) => a, other => vec![other] }).collect()
+                    items
+                        .into_iter()
+                        .flat_map(|i| match i {
+                            Value::Array(a) => a,
+                            other => vec![other],
+                        })
+                        .collect()
                 } else {
                     items
                 }),
                 Ok(Value::Null) => Some(Vec::new()),
-                Ok(other) => return fail(outcome, Error::new(ErrorKind::Template, format!("loop needs a list, but got {}", other)).at(&t.span).help("use `| list`, `| dict2items` or a list literal")),
-                Err(e) => return fail(outcome, e.at(&t.span).note(format!("in the loop of task `{}`", t.display_name()))),
+                Ok(other) => {
+                    return fail(
+                        outcome,
+                        Error::new(
+                            ErrorKind::Template,
+                            format!("loop needs a list, but got {}", other),
+                        )
+                        .at(&t.span)
+                        .help("use `| list`, `| dict2items` or a list literal"),
+                    )
+                }
+                Err(e) => {
+                    return fail(
+                        outcome,
+                        e.at(&t.span)
+                            .note(format!("in the loop of task `{}`", t.display_name())),
+                    )
+                }
             },
         };
         let (status, result, extras) = match items {
             None => self.run_item(pc, t, inner, host, &view, None).await,
             Some(items) => {
-                let lc = t.own.loop_control.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
-                let loop_var = lc.get("loop_var").and_then(Value::as_str).unwrap_or("item").to_string();
-                let index_var = lc.get("index_var").and_then(Value::as_str).map(str::to_string);
+                let lc = t
+                    .own
+                    .loop_control
+                    .as_ref()
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                let loop_var = lc
+                    .get("loop_var")
+                    .and_then(Value::as_str)
+                    .unwrap_or("item")
+                    .to_string();
+                let index_var = lc
+                    .get("index_var")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
                 let extended = lc.get("extended").map(is_true).unwrap_or(false);
                 let pause = lc.get("pause").and_then(Value::as_f64).unwrap_or(0.0);
                 let n = items.len();
@@ -313,7 +439,9 @@ impl Runner {
                         }));
                     }
                     let item_view = self.view(pc, inner, host, Some(Arc::new(top)), hv);
-                    let (st, mut r, ex) = self.run_item(pc, t, inner, host, &item_view, Some(item)).await;
+                    let (st, mut r, ex) = self
+                        .run_item(pc, t, inner, host, &item_view, Some(item))
+                        .await;
                     extras.merge(ex);
                     if let Value::Object(m) = &mut r {
                         m.insert(loop_var.clone(), item.clone());
@@ -329,7 +457,11 @@ impl Runner {
                     let unreachable = st == Status::Unreachable;
                     results.push(r);
                     if unreachable {
-                        return HostOutcome { status: Status::Unreachable, result: json!({"unreachable": true, "results": results, "msg": "host unreachable during loop"}), ..outcome };
+                        return HostOutcome {
+                            status: Status::Unreachable,
+                            result: json!({"unreachable": true, "results": results, "msg": "host unreachable during loop"}),
+                            ..outcome
+                        };
                     }
                 }
                 let mut agg = json!({"results": results, "changed": any_changed, "msg": if any_failed { "One or more items failed" } else { "All items completed" }});
@@ -364,21 +496,41 @@ impl Runner {
         if status == Status::Failed && ignore_errors {
             outcome.ignored = true;
         }
-        if status == Status::Unreachable && self.flag(&inner.attrs.ignore_unreachable, &ctx).unwrap_or(false) {
+        if status == Status::Unreachable
+            && self
+                .flag(&inner.attrs.ignore_unreachable, &ctx)
+                .unwrap_or(false)
+        {
             outcome.ignored = true;
         }
         outcome
     }
 
     /// Runs the module once (one loop item, or the task without a loop).
-    async fn run_item(self: &Arc<Self>, pc: &PlayCtx, t: &Task, inner: &Scope, host: &str, view: &Arc<VarView>, item: Option<&Value>) -> (Status, Value, Extras) {
+    async fn run_item(
+        self: &Arc<Self>,
+        pc: &PlayCtx,
+        t: &Task,
+        inner: &Scope,
+        host: &str,
+        view: &Arc<VarView>,
+        item: Option<&Value>,
+    ) -> (Status, Value, Extras) {
         let _ = item;
         let ctx = view.context();
         let mut extras = Extras::default();
         let err = |e: Error| -> (Status, Value, Extras) {
-            let status = if e.kind == ErrorKind::Connection { Status::Unreachable } else { Status::Failed };
+            let status = if e.kind == ErrorKind::Connection {
+                Status::Unreachable
+            } else {
+                Status::Failed
+            };
             let msg = e.render();
-            let msg = msg.strip_prefix("error: ").unwrap_or(&msg).trim_end().to_string();
+            let msg = msg
+                .strip_prefix("error: ")
+                .unwrap_or(&msg)
+                .trim_end()
+                .to_string();
             let mut r = json!({"failed": true, "changed": false, "msg": msg});
             if status == Status::Unreachable {
                 r["unreachable"] = Value::Bool(true);
@@ -391,33 +543,73 @@ impl Runner {
                 match self.templar.eval_condition(cond, &ctx) {
                     Ok(true) => {}
                     Ok(false) => {
-                        return (Status::Skipped, json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False", "false_condition": cond}), extras);
+                        return (
+                            Status::Skipped,
+                            json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False", "false_condition": cond}),
+                            extras,
+                        );
                     }
-                    Err(e) => return err(e.at(&t.span).note(format!("in the `when` of task `{}`", t.display_name()))),
+                    Err(e) => {
+                        return err(e
+                            .at(&t.span)
+                            .note(format!("in the `when` of task `{}`", t.display_name())))
+                    }
                 }
             }
         }
         let TaskKind::Module { module, args } = &t.kind else {
             return err(Error::new(ErrorKind::Runtime, "not a module task").at(&t.span));
         };
-        let args = match self.templar.render_value(&Value::Object(args.clone()), &ctx) {
+        let args = match self
+            .templar
+            .render_value(&Value::Object(args.clone()), &ctx)
+        {
             Ok(v) => match strip_omit(v) {
                 Some(Value::Object(m)) => m,
                 _ => VarMap::new(),
             },
-            Err(e) => return err(e.at(&t.span).note(format!("in the arguments of task `{}`", t.display_name()))),
+            Err(e) => {
+                return err(e
+                    .at(&t.span)
+                    .note(format!("in the arguments of task `{}`", t.display_name())))
+            }
         };
         // Structural modules the executor applies itself.
         match module.as_str() {
             "add_host" => {
-                let name = args.get("name").or_else(|| args.get("hostname")).or_else(|| args.get("host")).map(value_text);
-                let Some(name) = name else { return err(Error::new(ErrorKind::ModuleArgs, "add_host needs `name`").at(&t.span)) };
-                let groups: Vec<String> = match args.get("groups").or_else(|| args.get("group")).or_else(|| args.get("groupname")) {
+                let name = args
+                    .get("name")
+                    .or_else(|| args.get("hostname"))
+                    .or_else(|| args.get("host"))
+                    .map(value_text);
+                let Some(name) = name else {
+                    return err(
+                        Error::new(ErrorKind::ModuleArgs, "add_host needs `name`").at(&t.span)
+                    );
+                };
+                let groups: Vec<String> = match args
+                    .get("groups")
+                    .or_else(|| args.get("group"))
+                    .or_else(|| args.get("groupname"))
+                {
                     Some(Value::Array(a)) => a.iter().map(value_text).collect(),
-                    Some(Value::String(s)) => s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
+                    Some(Value::String(s)) => s
+                        .split(',')
+                        .map(|x| x.trim().to_string())
+                        .filter(|x| !x.is_empty())
+                        .collect(),
                     _ => Vec::new(),
                 };
-                let vars: VarMap = args.iter().filter(|(k, _)| !matches!(k.as_str(), "name" | "hostname" | "host" | "groups" | "group" | "groupname")).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let vars: VarMap = args
+                    .iter()
+                    .filter(|(k, _)| {
+                        !matches!(
+                            k.as_str(),
+                            "name" | "hostname" | "host" | "groups" | "group" | "groupname"
+                        )
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 let r = json!({"changed": false, "failed": false, "add_host": {"host_name": name, "groups": groups, "host_vars": vars}});
                 extras.add_hosts.push(r["add_host"].clone());
                 return (Status::Ok, r, extras);
@@ -425,15 +617,23 @@ impl Runner {
             "group_by" => {
                 let key = args.get("key").map(value_text).unwrap_or_default();
                 if key.is_empty() {
-                    return err(Error::new(ErrorKind::ModuleArgs, "group_by needs `key`").at(&t.span));
+                    return err(
+                        Error::new(ErrorKind::ModuleArgs, "group_by needs `key`").at(&t.span)
+                    );
                 }
                 extras.group_by.push(key.clone());
-                return (Status::Ok, json!({"changed": false, "failed": false, "add_group": key}), extras);
+                return (
+                    Status::Ok,
+                    json!({"changed": false, "failed": false, "add_group": key}),
+                    extras,
+                );
             }
             _ => {}
         }
         let Some(imp) = modules::lookup(module) else {
-            return err(Error::new(ErrorKind::Syntax, format!("unknown module `{}`", module)).at(&t.span));
+            return err(
+                Error::new(ErrorKind::Syntax, format!("unknown module `{}`", module)).at(&t.span),
+            );
         };
         // Where it runs.
         let delegate = match &inner.attrs.delegate_to {
@@ -465,7 +665,10 @@ impl Runner {
                     },
                     None => "root".into(),
                 };
-                let password = ["ansible_become_password", "ansible_become_pass"].iter().find_map(|k| view.get_json(k).ok().flatten()).map(|v| value_text(&v));
+                let password = ["ansible_become_password", "ansible_become_pass"]
+                    .iter()
+                    .find_map(|k| view.get_json(k).ok().flatten())
+                    .map(|v| value_text(&v));
                 Some(Become { user, password })
             }
             Ok(false) => None,
@@ -481,7 +684,13 @@ impl Runner {
                     }
                 }
                 Ok(Value::Null) => {}
-                Ok(other) => return err(Error::new(ErrorKind::Template, format!("environment must be a mapping, got {}", other)).at(&t.span)),
+                Ok(other) => {
+                    return err(Error::new(
+                        ErrorKind::Template,
+                        format!("environment must be a mapping, got {}", other),
+                    )
+                    .at(&t.span))
+                }
                 Err(e) => return err(e.at(&t.span)),
             }
         }
@@ -492,8 +701,22 @@ impl Runner {
             },
             None => self.opts.check,
         };
-        let timeout = inner.attrs.timeout.as_ref().and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))).filter(|s| *s > 0).map(Duration::from_secs);
-        let mut search_dirs: Vec<std::path::PathBuf> = inner.roles.iter().rev().map(|r| r.role.path.clone()).collect();
+        let timeout = inner
+            .attrs
+            .timeout
+            .as_ref()
+            .and_then(|v| {
+                v.as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            })
+            .filter(|s| *s > 0)
+            .map(Duration::from_secs);
+        let mut search_dirs: Vec<std::path::PathBuf> = inner
+            .roles
+            .iter()
+            .rev()
+            .map(|r| r.role.path.clone())
+            .collect();
         search_dirs.push(t.dir.clone());
         search_dirs.push(self.loader.playbook_dir.clone());
         let mctx = ModuleContext {
@@ -510,30 +733,57 @@ impl Runner {
             span: Some(t.span.clone()),
         };
         let retries = match &t.own.until {
-            Some(_) => t.own.retries.as_ref().and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))).unwrap_or(3) + 1,
+            Some(_) => {
+                t.own
+                    .retries
+                    .as_ref()
+                    .and_then(|v| {
+                        v.as_u64()
+                            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                    })
+                    .unwrap_or(3)
+                    + 1
+            }
             None => 1,
         };
-        let delay = t.own.delay.as_ref().and_then(|v| v.as_f64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))).unwrap_or(if t.own.until.is_some() { 5.0 } else { 0.0 });
+        let delay = t
+            .own
+            .delay
+            .as_ref()
+            .and_then(|v| {
+                v.as_f64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            })
+            .unwrap_or(if t.own.until.is_some() { 5.0 } else { 0.0 });
         let mut attempt = 0;
         loop {
             attempt += 1;
             let run = match timeout {
                 Some(d) => match tokio::time::timeout(d, imp.run(&mctx, args.clone())).await {
                     Ok(r) => r,
-                    Err(_) => Err(Error::new(ErrorKind::Runtime, format!("the task timed out after {} seconds", d.as_secs()))),
+                    Err(_) => Err(Error::new(
+                        ErrorKind::Runtime,
+                        format!("the task timed out after {} seconds", d.as_secs()),
+                    )),
                 },
                 None => imp.run(&mctx, args.clone()).await,
             };
             let res: ModuleResult = match run {
                 Ok(r) => r,
-                Err(e) => return err(e.at(&t.span).note(format!("in task `{}`", t.display_name()))),
+                Err(e) => {
+                    return err(e
+                        .at(&t.span)
+                        .note(format!("in task `{}`", t.display_name())))
+                }
             };
             let mut value = res.to_value();
             if self.opts.diff && !res.diffs.is_empty() {
                 value["diff"] = Value::Array(res.diffs.iter().map(|d| json!({"before_header": d.before_header, "after_header": d.after_header, "before": d.before, "after": d.after})).collect());
             }
             // changed_when / failed_when / until see the result under the register name.
-            let needs_eval = t.own.changed_when.is_some() || t.own.failed_when.is_some() || t.own.until.is_some();
+            let needs_eval = t.own.changed_when.is_some()
+                || t.own.failed_when.is_some()
+                || t.own.until.is_some();
             if needs_eval {
                 let mut top = VarMap::new();
                 if let Some(reg) = &t.own.register {
@@ -545,7 +795,10 @@ impl Runner {
                         l.push(Arc::new(top));
                         l
                     },
-                    crate::vars::Magic { values: vec![self.host_magic(host), pc.magic.read().unwrap().clone()], hostvars: Some(self.hostvars(pc.vars.clone())) },
+                    crate::vars::Magic {
+                        values: vec![self.host_magic(host), pc.magic.read().unwrap().clone()],
+                        hostvars: Some(self.hostvars(pc.vars.clone())),
+                    },
                     self.templar.clone(),
                 );
                 let rctx = rv.context();
@@ -562,7 +815,9 @@ impl Runner {
                             value["failed_when_result"] = Value::Bool(b);
                             if !b {
                                 if let Some(m) = value.as_object_mut() {
-                                    if m.get("msg").and_then(Value::as_str) == Some("non-zero return code") {
+                                    if m.get("msg").and_then(Value::as_str)
+                                        == Some("non-zero return code")
+                                    {
                                         m.remove("msg");
                                     }
                                 }
@@ -584,14 +839,26 @@ impl Runner {
                         }
                         value["failed"] = Value::Bool(true);
                         if value.get("msg").is_none() {
-                            value["msg"] = Value::from(format!("retries exhausted after {} attempts", attempt));
+                            value["msg"] = Value::from(format!(
+                                "retries exhausted after {} attempts",
+                                attempt
+                            ));
                         }
                     }
                 }
             }
-            let failed = value.get("failed").and_then(Value::as_bool).unwrap_or(false);
-            let changed = value.get("changed").and_then(Value::as_bool).unwrap_or(false);
-            let skipped = value.get("skipped").and_then(Value::as_bool).unwrap_or(false);
+            let failed = value
+                .get("failed")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let changed = value
+                .get("changed")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let skipped = value
+                .get("skipped")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             if !failed {
                 if let Some(Value::Object(f)) = value.get("ansible_facts") {
                     if module == "setup" {
@@ -622,7 +889,13 @@ impl Runner {
 
     /// `include_tasks` / `include_role`: decided per host, then run for each group of
     /// hosts that included the same thing.
-    pub(super) fn run_include(self: Arc<Self>, pc: Arc<PlayCtx>, t: Task, hosts: Vec<String>, scope: Scope) -> BoxFuture<'static, ()> {
+    pub(super) fn run_include(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        t: Task,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             let own = scope.child(&t.attrs);
             if !self.opts.tags.selects(&own.attrs.tags) {
@@ -643,7 +916,16 @@ impl Runner {
                     Some(l) => match self.templar.render_value(l, &ctx) {
                         Ok(Value::Array(a)) => a.into_iter().map(Some).collect(),
                         Ok(other) => {
-                            self.include_failed(&pc, &t, h, Error::new(ErrorKind::Template, format!("loop needs a list, got {}", other)).at(&t.span));
+                            self.include_failed(
+                                &pc,
+                                &t,
+                                h,
+                                Error::new(
+                                    ErrorKind::Template,
+                                    format!("loop needs a list, got {}", other),
+                                )
+                                .at(&t.span),
+                            );
                             continue;
                         }
                         Err(e) => {
@@ -652,7 +934,14 @@ impl Runner {
                         }
                     },
                 };
-                let loop_var = t.own.loop_control.as_ref().and_then(|lc| lc.get("loop_var")).and_then(Value::as_str).unwrap_or("item").to_string();
+                let loop_var = t
+                    .own
+                    .loop_control
+                    .as_ref()
+                    .and_then(|lc| lc.get("loop_var"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("item")
+                    .to_string();
                 for item in items {
                     let mut top = VarMap::new();
                     if let Some(i) = &item {
@@ -675,8 +964,12 @@ impl Runner {
                         continue;
                     }
                     let target = match &t.kind {
-                        TaskKind::IncludeTasks { file, .. } => self.templar.render_value(file, &ictx),
-                        TaskKind::IncludeRole { name, .. } => self.templar.render_value(name, &ictx),
+                        TaskKind::IncludeTasks { file, .. } => {
+                            self.templar.render_value(file, &ictx)
+                        }
+                        TaskKind::IncludeRole { name, .. } => {
+                            self.templar.render_value(name, &ictx)
+                        }
                         _ => Ok(Value::Null),
                     };
                     let target = match target {
@@ -687,7 +980,10 @@ impl Runner {
                         }
                     };
                     let key = Value::Object(top);
-                    match groups.iter_mut().find(|(f, k, _)| *f == target && *k == key) {
+                    match groups
+                        .iter_mut()
+                        .find(|(f, k, _)| *f == target && *k == key)
+                    {
                         Some((_, _, hs)) => hs.push(h.clone()),
                         None => groups.push((target, key, vec![h.clone()])),
                     }
@@ -705,13 +1001,34 @@ impl Runner {
                         let role = role.clone().or_else(|| s.roles.last().cloned());
                         match self.loader.find_task_file(&target, &t.dir, role.as_ref()) {
                             Some(p) => self.loader.load_task_file(&p, role, &[], Some(&t.span)),
-                            None => Err(Error::new(ErrorKind::Io, format!("included task file `{}` not found", target)).at(&t.span)),
+                            None => Err(Error::new(
+                                ErrorKind::Io,
+                                format!("included task file `{}` not found", target),
+                            )
+                            .at(&t.span)),
                         }
                     }
-                    TaskKind::IncludeRole { tasks_from, vars_from, defaults_from, .. } => {
-                        match self.loader.load_role(&target, VarMap::new(), &t.dir, &t.span, defaults_from.as_deref().unwrap_or("main"), vars_from.as_deref().unwrap_or("main")) {
+                    TaskKind::IncludeRole {
+                        tasks_from,
+                        vars_from,
+                        defaults_from,
+                        ..
+                    } => {
+                        match self.loader.load_role(
+                            &target,
+                            VarMap::new(),
+                            &t.dir,
+                            &t.span,
+                            defaults_from.as_deref().unwrap_or("main"),
+                            vars_from.as_deref().unwrap_or("main"),
+                        ) {
                             Ok(scope_role) => {
-                                let r = self.loader.role_tasks(&scope_role, tasks_from.as_deref().unwrap_or("main"), &[], &t.span);
+                                let r = self.loader.role_tasks(
+                                    &scope_role,
+                                    tasks_from.as_deref().unwrap_or("main"),
+                                    &[],
+                                    &t.span,
+                                );
                                 s.roles.push(scope_role);
                                 r
                             }
@@ -721,7 +1038,11 @@ impl Runner {
                     _ => Ok(Vec::new()),
                 };
                 match tasks {
-                    Ok(tasks) => self.clone().run_list(pc.clone(), tasks, group_hosts, s).await,
+                    Ok(tasks) => {
+                        self.clone()
+                            .run_list(pc.clone(), tasks, group_hosts, s)
+                            .await
+                    }
                     Err(e) => {
                         for h in &group_hosts {
                             self.include_failed(&pc, &t, h, e.clone());
@@ -734,7 +1055,11 @@ impl Runner {
 
     fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error) {
         let msg = e.render();
-        self.emit(Event::TaskStart { play: pc.name.clone(), task: t.display_name(), path: format!("{}:{}", t.span.path().display(), t.span.line) });
+        self.emit(Event::TaskStart {
+            play: pc.name.clone(),
+            task: t.display_name(),
+            path: format!("{}:{}", t.span.path().display(), t.span.line),
+        });
         self.with_state(host, |s| {
             s.counts.failed += 1;
             s.failed = true;

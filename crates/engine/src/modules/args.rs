@@ -9,7 +9,12 @@ use serde_json::Value;
 /// A boolean given as `true`, `yes`, `"on"`, `1` …
 pub fn bool_like<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     let v = Value::deserialize(d)?;
-    to_bool(&v).ok_or_else(|| D::Error::custom(format!("expected a boolean (true/false/yes/no), found {}", v)))
+    to_bool(&v).ok_or_else(|| {
+        D::Error::custom(format!(
+            "expected a boolean (true/false/yes/no), found {}",
+            v
+        ))
+    })
 }
 
 /// An optional boolean, lenient as [`bool_like`].
@@ -18,7 +23,12 @@ pub fn opt_bool_like<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D:
     if v.is_null() {
         return Ok(None);
     }
-    to_bool(&v).map(Some).ok_or_else(|| D::Error::custom(format!("expected a boolean (true/false/yes/no), found {}", v)))
+    to_bool(&v).map(Some).ok_or_else(|| {
+        D::Error::custom(format!(
+            "expected a boolean (true/false/yes/no), found {}",
+            v
+        ))
+    })
 }
 
 /// Ansible's boolean conversion.
@@ -41,9 +51,20 @@ pub fn opt_int_like<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::E
     let v = Value::deserialize(d)?;
     match &v {
         Value::Null => Ok(None),
-        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)).map(Some).ok_or_else(|| D::Error::custom("expected an integer")),
-        Value::String(s) => s.trim().parse().map(Some).map_err(|_| D::Error::custom(format!("expected an integer, found {:?}", s))),
-        _ => Err(D::Error::custom(format!("expected an integer, found {}", v))),
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|f| f as i64))
+            .map(Some)
+            .ok_or_else(|| D::Error::custom("expected an integer")),
+        Value::String(s) => s
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| D::Error::custom(format!("expected an integer, found {:?}", s))),
+        _ => Err(D::Error::custom(format!(
+            "expected an integer, found {}",
+            v
+        ))),
     }
 }
 
@@ -55,7 +76,10 @@ pub fn opt_string_like<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>
         Value::String(s) => Ok(Some(s)),
         Value::Number(n) => Ok(Some(n.to_string())),
         Value::Bool(b) => Ok(Some(b.to_string())),
-        other => Err(D::Error::custom(format!("expected a string, found {}", other))),
+        other => Err(D::Error::custom(format!(
+            "expected a string, found {}",
+            other
+        ))),
     }
 }
 
@@ -64,16 +88,26 @@ pub fn list_like<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Erro
     let v = Value::deserialize(d)?;
     match v {
         Value::Null => Ok(Vec::new()),
-        Value::String(s) => Ok(s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()),
+        Value::String(s) => Ok(s
+            .split(',')
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect()),
         Value::Array(items) => items
             .into_iter()
             .map(|i| match i {
                 Value::String(s) => Ok(s),
                 Value::Number(n) => Ok(n.to_string()),
-                other => Err(D::Error::custom(format!("expected a list of strings, found item {}", other))),
+                other => Err(D::Error::custom(format!(
+                    "expected a list of strings, found item {}",
+                    other
+                ))),
             })
             .collect(),
-        other => Err(D::Error::custom(format!("expected a list, found {}", other))),
+        other => Err(D::Error::custom(format!(
+            "expected a list, found {}",
+            other
+        ))),
     }
 }
 
@@ -85,20 +119,26 @@ pub fn opt_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Er
         Value::Null => Ok(None),
         // An integer is what YAML made of `0644`: its value is the mode; print it back in octal.
         Value::Number(n) => {
-            let i = n.as_u64().ok_or_else(|| D::Error::custom("mode must be a positive number"))?;
+            let i = n
+                .as_u64()
+                .ok_or_else(|| D::Error::custom("mode must be a positive number"))?;
             Ok(Some(format!("{:04o}", i)))
         }
         Value::String(s) => {
             let s = s.trim().to_string();
             if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) {
-                let m = u32::from_str_radix(&s, 8)
-                    .map_err(|_| D::Error::custom(format!("mode {:?} is not an octal number", s)))?;
+                let m = u32::from_str_radix(&s, 8).map_err(|_| {
+                    D::Error::custom(format!("mode {:?} is not an octal number", s))
+                })?;
                 Ok(Some(format!("{:04o}", m)))
             } else {
                 Ok(Some(s))
             }
         }
-        other => Err(D::Error::custom(format!("expected a mode like \"0644\", found {}", other))),
+        other => Err(D::Error::custom(format!(
+            "expected a mode like \"0644\", found {}",
+            other
+        ))),
     }
 }
 
@@ -117,7 +157,8 @@ mod tests {
 
     #[test]
     fn lenient_values() {
-        let t: T = serde_json::from_value(serde_json::json!({"mode": 420, "force": "yes"})).unwrap();
+        let t: T =
+            serde_json::from_value(serde_json::json!({"mode": 420, "force": "yes"})).unwrap();
         assert_eq!(t.mode.as_deref(), Some("0644"));
         assert!(t.force);
         let t: T = serde_json::from_value(serde_json::json!({"mode": "0755"})).unwrap();

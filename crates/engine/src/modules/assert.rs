@@ -25,7 +25,11 @@ pub struct Assert;
 #[async_trait]
 impl Module for Assert {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: AssertArgs = parse_args("assert", raw, &["that", "fail_msg", "msg", "success_msg", "quiet"])?;
+        let a: AssertArgs = parse_args(
+            "assert",
+            raw,
+            &["that", "fail_msg", "msg", "success_msg", "quiet"],
+        )?;
         let conditions = match a.that {
             Value::Array(items) => items,
             other => vec![other],

@@ -42,7 +42,15 @@ fn yes() -> bool {
 }
 
 const VALID: &[&str] = &[
-    "cmd", "argv", "chdir", "creates", "removes", "executable", "stdin", "stdin_add_newline", "strip_empty_ends",
+    "cmd",
+    "argv",
+    "chdir",
+    "creates",
+    "removes",
+    "executable",
+    "stdin",
+    "stdin_add_newline",
+    "strip_empty_ends",
 ];
 
 /// Which flavour of command module.
@@ -76,7 +84,9 @@ pub fn split_words(line: &str) -> Vec<String> {
                     match c {
                         '"' => break,
                         '\\' => match chars.peek() {
-                            Some('"') | Some('\\') | Some('$') | Some('`') => cur.push(chars.next().unwrap()),
+                            Some('"') | Some('\\') | Some('$') | Some('`') => {
+                                cur.push(chars.next().unwrap())
+                            }
                             _ => cur.push('\\'),
                         },
                         _ => cur.push(c),
@@ -122,23 +132,44 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
     // creates/removes: decided on the host, in the same round trip as the command.
     let mut guard = String::new();
     if let Some(p) = &a.creates {
-        guard.push_str(&format!("if [ -e {} ]; then echo __KK_SKIP_CREATES__; exit 0; fi\n", shell_quote(p)));
+        guard.push_str(&format!(
+            "if [ -e {} ]; then echo __KK_SKIP_CREATES__; exit 0; fi\n",
+            shell_quote(p)
+        ));
     }
     if let Some(p) = &a.removes {
-        guard.push_str(&format!("if [ ! -e {} ]; then echo __KK_SKIP_REMOVES__; exit 0; fi\n", shell_quote(p)));
+        guard.push_str(&format!(
+            "if [ ! -e {} ]; then echo __KK_SKIP_REMOVES__; exit 0; fi\n",
+            shell_quote(p)
+        ));
     }
     let body = match (flavour, &a.argv, &a._raw_params) {
-        (Flavour::Command, Some(argv), _) => argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" "),
-        (Flavour::Command, None, Some(line)) => {
-            split_words(line).iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ")
-        }
+        (Flavour::Command, Some(argv), _) => argv
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (Flavour::Command, None, Some(line)) => split_words(line)
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
         (_, _, Some(line)) => match &a.executable {
-            Some(exe) if flavour == Flavour::Shell => format!("{} -c {}", shell_quote(exe), shell_quote(line)),
+            Some(exe) if flavour == Flavour::Shell => {
+                format!("{} -c {}", shell_quote(exe), shell_quote(line))
+            }
             _ => line.clone(),
         },
-        (_, Some(argv), None) => argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" "),
+        (_, Some(argv), None) => argv
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
         (_, None, None) => {
-            return Ok(ModuleResult::failed(format!("no command given to `{}`", name)));
+            return Ok(ModuleResult::failed(format!(
+                "no command given to `{}`",
+                name
+            )));
         }
     };
     let stdin = a.stdin.as_ref().map(|s| {
@@ -157,9 +188,15 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
     }
     if ctx.check_mode {
         // Only the guard runs, so we can say whether the command would run.
-        let out = ctx.exec(format!("{}echo __KK_WOULD_RUN__", guard), None).await?;
+        let out = ctx
+            .exec(format!("{}echo __KK_WOULD_RUN__", guard), None)
+            .await?;
         let would = String::from_utf8_lossy(&out.stdout).contains("__KK_WOULD_RUN__");
-        return Ok(ModuleResult::changed(would).msg(if would { "command would run" } else { "skipped, since the guard holds" }));
+        return Ok(ModuleResult::changed(would).msg(if would {
+            "command would run"
+        } else {
+            "skipped, since the guard holds"
+        }));
     }
     // The command runs in a subshell so `exit` in it does not skip our guard bookkeeping.
     script.push_str(&guard);
@@ -175,24 +212,45 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
     let text = String::from_utf8_lossy(&out.stdout);
     if text.trim_end() == "__KK_SKIP_CREATES__" || text.trim_end() == "__KK_SKIP_REMOVES__" {
         let which = if text.contains("CREATES") {
-            format!("skipped, since {} exists", a.creates.clone().unwrap_or_default())
+            format!(
+                "skipped, since {} exists",
+                a.creates.clone().unwrap_or_default()
+            )
         } else {
-            format!("skipped, since {} does not exist", a.removes.clone().unwrap_or_default())
+            format!(
+                "skipped, since {} does not exist",
+                a.removes.clone().unwrap_or_default()
+            )
         };
-        return Ok(ModuleResult::changed(false).msg(which).with("rc", 0).with("stdout", "").with("stdout_lines", Vec::<String>::new()));
+        return Ok(ModuleResult::changed(false)
+            .msg(which)
+            .with("rc", 0)
+            .with("stdout", "")
+            .with("stdout_lines", Vec::<String>::new()));
     }
     let mut res = ModuleResult::changed(true).with_output(&out);
     if !a.strip_empty_ends {
-        res.data.insert("stdout".into(), String::from_utf8_lossy(&out.stdout).into_owned().into());
+        res.data.insert(
+            "stdout".into(),
+            String::from_utf8_lossy(&out.stdout).into_owned().into(),
+        );
     }
-    res.data.insert("cmd".into(), match (&a.argv, &a._raw_params) {
-        (Some(argv), _) => serde_json::json!(argv),
-        (None, Some(line)) if flavour == Flavour::Command => serde_json::json!(split_words(line)),
-        (None, Some(line)) => line.clone().into(),
-        _ => serde_json::Value::Null,
-    });
+    res.data.insert(
+        "cmd".into(),
+        match (&a.argv, &a._raw_params) {
+            (Some(argv), _) => serde_json::json!(argv),
+            (None, Some(line)) if flavour == Flavour::Command => {
+                serde_json::json!(split_words(line))
+            }
+            (None, Some(line)) => line.clone().into(),
+            _ => serde_json::Value::Null,
+        },
+    );
     let delta = end.duration_since(start).unwrap_or_default();
-    res.data.insert("delta".into(), format!("0:00:{:09.6}", delta.as_secs_f64()).into());
+    res.data.insert(
+        "delta".into(),
+        format!("0:00:{:09.6}", delta.as_secs_f64()).into(),
+    );
     if out.rc != 0 {
         res.failed = true;
         res.msg = Some("non-zero return code".into());
@@ -234,7 +292,10 @@ mod tests {
 
     #[test]
     fn words() {
-        assert_eq!(split_words(r#"echo "a b" 'c d' e\ f"#), vec!["echo", "a b", "c d", "e f"]);
+        assert_eq!(
+            split_words(r#"echo "a b" 'c d' e\ f"#),
+            vec!["echo", "a b", "c d", "e f"]
+        );
         assert_eq!(split_words("  ls   -l "), vec!["ls", "-l"]);
         assert_eq!(split_words(r#"echo "x\"y""#), vec!["echo", "x\"y"]);
     }

@@ -32,12 +32,16 @@ impl Module for Debug {
             let value = match ctx.templar.eval_expr(&var, &ctx.vars) {
                 Ok(v) if !v.is_undefined() => to_json(&v, &var)?,
                 Ok(_) => Value::String("VARIABLE IS NOT DEFINED!".into()),
-                Err(e) if e.kind == crate::error::ErrorKind::Undefined => Value::String("VARIABLE IS NOT DEFINED!".into()),
+                Err(e) if e.kind == crate::error::ErrorKind::Undefined => {
+                    Value::String("VARIABLE IS NOT DEFINED!".into())
+                }
                 Err(e) => return Err(e),
             };
             res.data.insert(var, value);
         } else {
-            let msg = a.msg.unwrap_or_else(|| Value::String("Hello world!".into()));
+            let msg = a
+                .msg
+                .unwrap_or_else(|| Value::String("Hello world!".into()));
             res.data.insert("msg".into(), msg);
         }
         Ok(res)

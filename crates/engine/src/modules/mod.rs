@@ -168,7 +168,11 @@ pub struct ModuleContext {
 
 impl ModuleContext {
     /// Runs a script on the host with the task's become, environment and timeout.
-    pub async fn exec(&self, script: impl Into<String>, stdin: Option<Vec<u8>>) -> Result<ExecOutput> {
+    pub async fn exec(
+        &self,
+        script: impl Into<String>,
+        stdin: Option<Vec<u8>>,
+    ) -> Result<ExecOutput> {
         self.conn
             .exec(&ExecRequest {
                 script: script.into(),
@@ -196,9 +200,11 @@ impl ModuleContext {
                 tried.push(cand.display().to_string());
             }
         }
-        Err(Error::new(ErrorKind::Io, format!("could not find `{}`", name))
-            .note(format!("searched: {}", tried.join(", ")))
-            .at_opt(self.span.as_ref()))
+        Err(
+            Error::new(ErrorKind::Io, format!("could not find `{}`", name))
+                .note(format!("searched: {}", tried.join(", ")))
+                .at_opt(self.span.as_ref()),
+        )
     }
 }
 
@@ -218,7 +224,11 @@ pub fn parse_args<T: DeserializeOwned>(module: &str, args: VarMap, valid: &[&str
         let msg = e.to_string();
         let mut err = Error::new(ErrorKind::ModuleArgs, format!("{}: {}", module, msg));
         if !valid.is_empty() {
-            err = err.help(format!("valid arguments of `{}` are: {}", module, valid.join(", ")));
+            err = err.help(format!(
+                "valid arguments of `{}` are: {}",
+                module,
+                valid.join(", ")
+            ));
         }
         err
     })
@@ -228,7 +238,15 @@ pub fn parse_args<T: DeserializeOwned>(module: &str, args: VarMap, valid: &[&str
 pub fn is_free_form(module: &str) -> bool {
     matches!(
         module,
-        "command" | "shell" | "raw" | "script" | "include_tasks" | "import_tasks" | "include_vars" | "meta" | "import_playbook"
+        "command"
+            | "shell"
+            | "raw"
+            | "script"
+            | "include_tasks"
+            | "import_tasks"
+            | "include_vars"
+            | "meta"
+            | "import_playbook"
     )
 }
 
@@ -272,6 +290,23 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
 
 /// Every module name `lookup` knows, for "did you mean" hints and docs.
 pub const NAMES: &[&str] = &[
-    "command", "shell", "raw", "debug", "set_fact", "assert", "fail", "pause", "setup", "gather_facts",
-    "copy", "template", "file", "stat", "lineinfile", "blockinfile", "fetch", "script", "include_vars",
+    "command",
+    "shell",
+    "raw",
+    "debug",
+    "set_fact",
+    "assert",
+    "fail",
+    "pause",
+    "setup",
+    "gather_facts",
+    "copy",
+    "template",
+    "file",
+    "stat",
+    "lineinfile",
+    "blockinfile",
+    "fetch",
+    "script",
+    "include_vars",
 ];

@@ -29,8 +29,11 @@ impl Module for Pause {
         let _ = a.echo;
         let secs = a.seconds.unwrap_or(0) + a.minutes.unwrap_or(0) * 60;
         if secs <= 0 && a.prompt.is_some() {
-            return Err(Error::new(ErrorKind::ModuleArgs, "pause without seconds/minutes would wait for a keypress; kk runs unattended")
-                .help("give `seconds:` or `minutes:`"));
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "pause without seconds/minutes would wait for a keypress; kk runs unattended",
+            )
+            .help("give `seconds:` or `minutes:`"));
         }
         let start = std::time::Instant::now();
         tokio::time::sleep(std::time::Duration::from_secs(secs.max(0) as u64)).await;

@@ -14,15 +14,26 @@ impl Module for SetFact {
     async fn run(&self, _ctx: &ModuleContext, mut raw: VarMap) -> Result<ModuleResult> {
         raw.remove("cacheable").map(|v| to_bool(&v));
         if raw.contains_key("_raw_params") {
-            return Err(Error::new(ErrorKind::ModuleArgs, "set_fact takes key=value pairs or a mapping, not free text"));
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "set_fact takes key=value pairs or a mapping, not free text",
+            ));
         }
         if raw.is_empty() {
-            return Err(Error::new(ErrorKind::ModuleArgs, "set_fact needs at least one variable to set"));
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "set_fact needs at least one variable to set",
+            ));
         }
         for k in raw.keys() {
             if !is_identifier(k) {
-                return Err(Error::new(ErrorKind::ModuleArgs, format!("`{}` is not a valid variable name", k))
-                    .help("variable names are letters, digits and underscores, not starting with a digit"));
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("`{}` is not a valid variable name", k),
+                )
+                .help(
+                    "variable names are letters, digits and underscores, not starting with a digit",
+                ));
             }
         }
         Ok(ModuleResult::ok().with("ansible_facts", Value::Object(raw)))
@@ -32,5 +43,6 @@ impl Module for SetFact {
 /// True for names a template can refer to.
 pub fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

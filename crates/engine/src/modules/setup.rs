@@ -15,7 +15,10 @@ impl Module for Setup {
         let _ = raw;
         let out = ctx.exec(facts::SCRIPT, None).await?;
         if out.rc != 0 {
-            return Ok(ModuleResult::failed(format!("fact gathering failed with rc {}", out.rc)).with_output(&out));
+            return Ok(
+                ModuleResult::failed(format!("fact gathering failed with rc {}", out.rc))
+                    .with_output(&out),
+            );
         }
         let facts = facts::parse(&String::from_utf8_lossy(&out.stdout));
         Ok(ModuleResult::ok().with("ansible_facts", serde_json::Value::Object(facts)))

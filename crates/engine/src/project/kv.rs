@@ -63,15 +63,30 @@ fn unquote(s: &str) -> String {
 
 /// Parameters of free-form modules that may still be given as `key=value`.
 const RAW_PARAMS: &[&str] = &[
-    "creates", "removes", "chdir", "executable", "warn", "stdin", "stdin_add_newline", "strip_empty_ends",
-    "argv", "cmd", "file", "name", "apply",
+    "creates",
+    "removes",
+    "chdir",
+    "executable",
+    "warn",
+    "stdin",
+    "stdin_add_newline",
+    "strip_empty_ends",
+    "argv",
+    "cmd",
+    "file",
+    "name",
+    "apply",
 ];
 
 /// Parses `k=v` pairs. With `free_form`, words that are not `k=v` (or whose key is not
 /// one a free-form module accepts) are joined into `_raw_params`.
 pub fn parse_kv(s: &str, free_form: bool) -> Map<String, Value> {
     let mut params = Map::new();
-    if free_form && !split_args(s).iter().any(|w| RAW_PARAMS.iter().any(|k| w.starts_with(&format!("{}=", k)))) {
+    if free_form
+        && !split_args(s)
+            .iter()
+            .any(|w| RAW_PARAMS.iter().any(|k| w.starts_with(&format!("{}=", k))))
+    {
         // Nothing to extract: keep the text exactly as written (newlines, spacing).
         params.insert("_raw_params".into(), Value::String(s.to_string()));
         return params;
@@ -91,7 +106,11 @@ pub fn parse_kv(s: &str, free_form: bool) -> Map<String, Value> {
         }
     }
     if !raw.is_empty() {
-        let text = if free_form { raw.join(" ") } else { raw.iter().map(|w| unquote(w)).collect::<Vec<_>>().join(" ") };
+        let text = if free_form {
+            raw.join(" ")
+        } else {
+            raw.iter().map(|w| unquote(w)).collect::<Vec<_>>().join(" ")
+        };
         params.insert("_raw_params".into(), Value::String(text));
     }
     params
@@ -120,6 +139,9 @@ mod tests {
             Value::Object(parse_kv("echo a=b {{ x }} chdir=/tmp", true)),
             json!({"chdir": "/tmp", "_raw_params": "echo a=b {{ x }}"})
         );
-        assert_eq!(Value::Object(parse_kv("ls -l 'a b'", true)), json!({"_raw_params": "ls -l 'a b'"}));
+        assert_eq!(
+            Value::Object(parse_kv("ls -l 'a b'", true)),
+            json!({"_raw_params": "ls -l 'a b'"})
+        );
     }
 }

@@ -19,26 +19,108 @@ use crate::yaml::{self, Node, Yaml};
 
 /// Keywords a task may carry besides its module.
 pub const TASK_KEYWORDS: &[&str] = &[
-    "name", "when", "loop", "with_items", "with_list", "with_dict", "with_indexed_items", "loop_control", "register",
-    "changed_when", "failed_when", "ignore_errors", "ignore_unreachable", "until", "retries", "delay", "delegate_to",
-    "delegate_facts", "run_once", "notify", "tags", "become", "become_user", "become_method", "become_flags",
-    "environment", "no_log", "timeout", "throttle", "check_mode", "diff", "args", "vars", "any_errors_fatal", "listen",
-    "collections", "debugger", "module_defaults", "rescue", "always", "block", "connection", "remote_user", "port",
+    "name",
+    "when",
+    "loop",
+    "with_items",
+    "with_list",
+    "with_dict",
+    "with_indexed_items",
+    "loop_control",
+    "register",
+    "changed_when",
+    "failed_when",
+    "ignore_errors",
+    "ignore_unreachable",
+    "until",
+    "retries",
+    "delay",
+    "delegate_to",
+    "delegate_facts",
+    "run_once",
+    "notify",
+    "tags",
+    "become",
+    "become_user",
+    "become_method",
+    "become_flags",
+    "environment",
+    "no_log",
+    "timeout",
+    "throttle",
+    "check_mode",
+    "diff",
+    "args",
+    "vars",
+    "any_errors_fatal",
+    "listen",
+    "collections",
+    "debugger",
+    "module_defaults",
+    "rescue",
+    "always",
+    "block",
+    "connection",
+    "remote_user",
+    "port",
 ];
 
 /// Play keywords.
 pub const PLAY_KEYWORDS: &[&str] = &[
-    "name", "hosts", "gather_facts", "vars", "vars_files", "pre_tasks", "roles", "tasks", "post_tasks", "handlers",
-    "serial", "strategy", "any_errors_fatal", "max_fail_percentage", "become", "become_user", "become_method",
-    "tags", "environment", "ignore_errors", "ignore_unreachable", "check_mode", "diff", "no_log", "run_once",
-    "force_handlers", "gather_subset", "gather_timeout", "collections", "module_defaults", "connection",
-    "remote_user", "port", "order", "timeout", "throttle", "vars_prompt", "fact_path", "debugger",
+    "name",
+    "hosts",
+    "gather_facts",
+    "vars",
+    "vars_files",
+    "pre_tasks",
+    "roles",
+    "tasks",
+    "post_tasks",
+    "handlers",
+    "serial",
+    "strategy",
+    "any_errors_fatal",
+    "max_fail_percentage",
+    "become",
+    "become_user",
+    "become_method",
+    "tags",
+    "environment",
+    "ignore_errors",
+    "ignore_unreachable",
+    "check_mode",
+    "diff",
+    "no_log",
+    "run_once",
+    "force_handlers",
+    "gather_subset",
+    "gather_timeout",
+    "collections",
+    "module_defaults",
+    "connection",
+    "remote_user",
+    "port",
+    "order",
+    "timeout",
+    "throttle",
+    "vars_prompt",
+    "fact_path",
+    "debugger",
 ];
 
 /// Task-list entries the executor handles itself, beside the modules in [`modules::NAMES`].
 pub const STRUCTURAL: &[&str] = &[
-    "block", "include_tasks", "import_tasks", "include_role", "import_role", "meta", "add_host", "group_by",
-    "add_hostvars", "include", "import_playbook",
+    "block",
+    "include_tasks",
+    "import_tasks",
+    "include_role",
+    "import_role",
+    "meta",
+    "add_host",
+    "group_by",
+    "add_hostvars",
+    "include",
+    "import_playbook",
 ];
 
 /// Loads files, remembering what the current file and role are.
@@ -80,13 +162,21 @@ fn canonical(path: &Path) -> PathBuf {
 fn cycle_error(stack: &[PathBuf], path: &Path, span: Option<&Span>) -> Error {
     let mut chain: Vec<String> = stack.iter().map(|p| p.display().to_string()).collect();
     chain.push(path.display().to_string());
-    Error::new(ErrorKind::Syntax, format!("import cycle: {}", chain.join(" -> ")))
-        .at_opt(span)
-        .help("a file may not import itself, directly or through other files")
+    Error::new(
+        ErrorKind::Syntax,
+        format!("import cycle: {}", chain.join(" -> ")),
+    )
+    .at_opt(span)
+    .help("a file may not import itself, directly or through other files")
 }
 
 impl Loader {
-    fn load_plays(&self, path: &Path, stack: &mut Vec<PathBuf>, span: Option<&Span>) -> Result<Vec<Play>> {
+    fn load_plays(
+        &self,
+        path: &Path,
+        stack: &mut Vec<PathBuf>,
+        span: Option<&Span>,
+    ) -> Result<Vec<Play>> {
         let key = canonical(path);
         if stack.contains(&key) {
             return Err(cycle_error(stack, path, span));
@@ -102,7 +192,9 @@ impl Loader {
         let mut plays = Vec::new();
         for item in items {
             if let Some(imp) = item.get("import_playbook") {
-                let name = imp.as_str().ok_or_else(|| imp.expected("a playbook path"))?;
+                let name = imp
+                    .as_str()
+                    .ok_or_else(|| imp.expected("a playbook path"))?;
                 let target = resolve_first(&[dir.join(name), dir.join("playbooks").join(name)])
                     .ok_or_else(|| {
                         Error::syntax(format!("imported playbook `{}` not found", name), &imp.span)
@@ -126,14 +218,17 @@ impl Loader {
                 let mut e = Error::syntax(format!("unknown play keyword `{}`", k), &v.span);
                 if let Some(s) = did_you_mean(k, PLAY_KEYWORDS.iter().copied()) {
                     e = e.help(format!("did you mean `{}`?", s));
-                } else if TASK_KEYWORDS.contains(&k.as_str()) || modules::lookup(modules::canonical_name(k)).is_some() {
+                } else if TASK_KEYWORDS.contains(&k.as_str())
+                    || modules::lookup(modules::canonical_name(k)).is_some()
+                {
                     e = e.help("tasks go under `tasks:` (or pre_tasks/post_tasks), not directly in the play");
                 }
                 return Err(e);
             }
         }
         let hosts = node.get("hosts").ok_or_else(|| {
-            Error::syntax("play has no `hosts:`", &node.span).help("add `hosts: all` or a group or host pattern")
+            Error::syntax("play has no `hosts:`", &node.span)
+                .help("add `hosts: all` or a group or host pattern")
         })?;
         let hosts_value = hosts.to_value();
         if !matches!(hosts_value, Value::String(_) | Value::Array(_)) {
@@ -150,8 +245,10 @@ impl Loader {
             Some((_, Some("linear"))) => Strategy::Linear,
             Some((_, Some("free"))) => Strategy::Free,
             Some((n, _)) => {
-                return Err(Error::syntax(format!("unknown strategy {}", n.to_value()), &n.span)
-                    .help("use `linear` (default) or `free`"))
+                return Err(
+                    Error::syntax(format!("unknown strategy {}", n.to_value()), &n.span)
+                        .help("use `linear` (default) or `free`"),
+                )
             }
         };
         let mut vars_files = Vec::new();
@@ -171,7 +268,10 @@ impl Loader {
             Some(n) => Some(match &n.value {
                 Yaml::Int(i) => *i as f64,
                 Yaml::Float(f) => *f,
-                Yaml::Str(s) => s.trim_end_matches('%').parse().map_err(|_| n.expected("a percentage"))?,
+                Yaml::Str(s) => s
+                    .trim_end_matches('%')
+                    .parse()
+                    .map_err(|_| n.expected("a percentage"))?,
                 _ => return Err(n.expected("a percentage")),
             }),
         };
@@ -191,7 +291,9 @@ impl Loader {
                 .get("name")
                 .map(|n| value_string(&n.to_value()))
                 .unwrap_or_else(|| match &hosts_value {
-                    Value::Array(items) => items.iter().map(value_string).collect::<Vec<_>>().join(","),
+                    Value::Array(items) => {
+                        items.iter().map(value_string).collect::<Vec<_>>().join(",")
+                    }
                     other => value_string(other),
                 }),
             hosts: hosts_value,
@@ -205,7 +307,10 @@ impl Loader {
             serial: node.get("serial").map(Node::to_value),
             strategy,
             max_fail_percentage,
-            force_handlers: node.get("force_handlers").and_then(|n| crate::modules::args::to_bool(&n.to_value())).unwrap_or(false),
+            force_handlers: node
+                .get("force_handlers")
+                .and_then(|n| crate::modules::args::to_bool(&n.to_value()))
+                .unwrap_or(false),
             attrs,
             dir: dir.to_path_buf(),
             span: node.span.clone(),
@@ -213,7 +318,9 @@ impl Loader {
     }
 
     fn parse_task_list(&self, node: Option<&Node>, ctx: &FileCtx) -> Result<Vec<Task>> {
-        let Some(node) = node else { return Ok(Vec::new()) };
+        let Some(node) = node else {
+            return Ok(Vec::new());
+        };
         match &node.value {
             Yaml::Null => Ok(Vec::new()),
             Yaml::Seq(items) => items.iter().map(|i| self.parse_task(i, ctx)).collect(),
@@ -222,7 +329,13 @@ impl Loader {
     }
 
     /// Loads a task file (for `include_tasks` at run time and `import_tasks` at load time).
-    pub fn load_task_file(&self, path: &Path, role: Option<RoleScope>, stack: &[PathBuf], span: Option<&Span>) -> Result<Vec<Task>> {
+    pub fn load_task_file(
+        &self,
+        path: &Path,
+        role: Option<RoleScope>,
+        stack: &[PathBuf],
+        span: Option<&Span>,
+    ) -> Result<Vec<Task>> {
         let key = canonical(path);
         if stack.contains(&key) {
             return Err(cycle_error(stack, path, span));
@@ -240,7 +353,12 @@ impl Loader {
 
     /// Finds a task file named by an include: next to the including file, in the role's
     /// `tasks/`, then in the playbook dir.
-    pub fn find_task_file(&self, name: &str, from_dir: &Path, role: Option<&RoleScope>) -> Option<PathBuf> {
+    pub fn find_task_file(
+        &self,
+        name: &str,
+        from_dir: &Path,
+        role: Option<&RoleScope>,
+    ) -> Option<PathBuf> {
         let mut cands = vec![from_dir.join(name)];
         if let Some(r) = role {
             cands.push(r.role.path.join("tasks").join(name));
@@ -269,7 +387,10 @@ impl Loader {
         if let Some(block) = node.get("block") {
             for (k, v) in node.entries() {
                 if !TASK_KEYWORDS.contains(&k.as_str()) {
-                    return Err(Error::syntax(format!("unknown keyword `{}` on a block", k), &v.span));
+                    return Err(Error::syntax(
+                        format!("unknown keyword `{}` on a block", k),
+                        &v.span,
+                    ));
                 }
             }
             return Ok(task(
@@ -290,10 +411,17 @@ impl Loader {
                 continue;
             }
             let canon = modules::canonical_name(k);
-            let known = modules::lookup(canon).is_some() || STRUCTURAL.contains(&canon) || k == "action" || k == "local_action";
+            let known = modules::lookup(canon).is_some()
+                || STRUCTURAL.contains(&canon)
+                || k == "action"
+                || k == "local_action";
             if !known {
                 let mut e = Error::syntax(format!("unknown module or keyword `{}`", k), &v.span);
-                let candidates = modules::NAMES.iter().chain(STRUCTURAL).chain(TASK_KEYWORDS).copied();
+                let candidates = modules::NAMES
+                    .iter()
+                    .chain(STRUCTURAL)
+                    .chain(TASK_KEYWORDS)
+                    .copied();
                 if let Some(s) = did_you_mean(canon, candidates) {
                     e = e.help(format!("did you mean `{}`?", s));
                 }
@@ -321,17 +449,32 @@ impl Loader {
             }
             match &args_node.value {
                 Yaml::Str(s) => {
-                    let (m, rest) = s.trim().split_once(char::is_whitespace).unwrap_or((s.trim(), ""));
+                    let (m, rest) = s
+                        .trim()
+                        .split_once(char::is_whitespace)
+                        .unwrap_or((s.trim(), ""));
                     module = modules::canonical_name(m).to_string();
-                    args_node = Node { value: Yaml::Str(rest.to_string()), span: args_node.span.clone() };
+                    args_node = Node {
+                        value: Yaml::Str(rest.to_string()),
+                        span: args_node.span.clone(),
+                    };
                 }
                 Yaml::Map(entries) => {
-                    let m = entries.iter().find(|(k, _)| k == "module").and_then(|(_, v)| v.as_str()).ok_or_else(|| {
-                        args_node.expected("`action` with a `module:` key")
-                    })?;
+                    let m = entries
+                        .iter()
+                        .find(|(k, _)| k == "module")
+                        .and_then(|(_, v)| v.as_str())
+                        .ok_or_else(|| args_node.expected("`action` with a `module:` key"))?;
                     module = modules::canonical_name(m).to_string();
-                    let rest: Vec<_> = entries.iter().filter(|(k, _)| k != "module").cloned().collect();
-                    args_node = Node { value: Yaml::Map(rest), span: args_node.span.clone() };
+                    let rest: Vec<_> = entries
+                        .iter()
+                        .filter(|(k, _)| k != "module")
+                        .cloned()
+                        .collect();
+                    args_node = Node {
+                        value: Yaml::Map(rest),
+                        span: args_node.span.clone(),
+                    };
                 }
                 _ => return Err(args_node.expected("a module and its arguments")),
             }
@@ -342,10 +485,18 @@ impl Loader {
             Yaml::Map(_) => args_node.to_map("module arguments")?,
             Yaml::Int(_) | Yaml::Float(_) | Yaml::Bool(_) if modules::is_free_form(&module) => {
                 let mut m = VarMap::new();
-                m.insert("_raw_params".into(), Value::String(value_string(&args_node.to_value())));
+                m.insert(
+                    "_raw_params".into(),
+                    Value::String(value_string(&args_node.to_value())),
+                );
                 m
             }
-            _ => return Err(args_node.expected(&format!("arguments for `{}` (a mapping or key=value string)", module))),
+            _ => {
+                return Err(args_node.expected(&format!(
+                    "arguments for `{}` (a mapping or key=value string)",
+                    module
+                )))
+            }
         };
         if let Some(extra) = node.get("args") {
             for (k, v) in extra.to_map("args")? {
@@ -361,10 +512,19 @@ impl Loader {
                     .to_string(),
             ),
         };
-        for (kw, flatten) in [("loop", false), ("with_list", false), ("with_items", true), ("with_dict", false), ("with_indexed_items", true)] {
+        for (kw, flatten) in [
+            ("loop", false),
+            ("with_list", false),
+            ("with_items", true),
+            ("with_dict", false),
+            ("with_indexed_items", true),
+        ] {
             if let Some(l) = node.get(kw) {
                 if own.loop_.is_some() {
-                    return Err(Error::syntax("a task may have only one loop keyword", &l.span));
+                    return Err(Error::syntax(
+                        "a task may have only one loop keyword",
+                        &l.span,
+                    ));
                 }
                 let v = l.to_value();
                 own.loop_ = Some(match kw {
@@ -389,57 +549,128 @@ impl Loader {
 
         let kind = match module.as_str() {
             "include_tasks" | "include" => TaskKind::IncludeTasks {
-                file: args.get("file").or_else(|| args.get("_raw_params")).cloned().ok_or_else(|| {
-                    Error::syntax("include_tasks needs a file name", &args_node.span)
-                })?,
+                file: args
+                    .get("file")
+                    .or_else(|| args.get("_raw_params"))
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::syntax("include_tasks needs a file name", &args_node.span)
+                    })?,
                 role: ctx.role.clone(),
             },
             "import_tasks" => {
-                let file = args.get("file").or_else(|| args.get("_raw_params")).and_then(Value::as_str).ok_or_else(|| {
-                    Error::syntax("import_tasks needs a file name", &args_node.span)
-                })?;
+                let file = args
+                    .get("file")
+                    .or_else(|| args.get("_raw_params"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        Error::syntax("import_tasks needs a file name", &args_node.span)
+                    })?;
                 if crate::template::is_template(file) {
-                    return Err(Error::syntax("import_tasks is static: its file name cannot be templated", &args_node.span)
-                        .help("use include_tasks for a file chosen at run time"));
+                    return Err(Error::syntax(
+                        "import_tasks is static: its file name cannot be templated",
+                        &args_node.span,
+                    )
+                    .help("use include_tasks for a file chosen at run time"));
                 }
-                let path = self.find_task_file(file, &ctx.dir, ctx.role.as_ref()).ok_or_else(|| {
-                    Error::syntax(format!("task file `{}` not found", file), &args_node.span)
-                        .note(format!("looked next to {} and in the role/playbook dirs", ctx.dir.display()))
-                })?;
-                let tasks = self.load_task_file(&path, ctx.role.clone(), &ctx.stack, Some(&args_node.span))?;
-                TaskKind::Block { block: tasks, rescue: Vec::new(), always: Vec::new(), role: None }
+                let path = self
+                    .find_task_file(file, &ctx.dir, ctx.role.as_ref())
+                    .ok_or_else(|| {
+                        Error::syntax(format!("task file `{}` not found", file), &args_node.span)
+                            .note(format!(
+                                "looked next to {} and in the role/playbook dirs",
+                                ctx.dir.display()
+                            ))
+                    })?;
+                let tasks = self.load_task_file(
+                    &path,
+                    ctx.role.clone(),
+                    &ctx.stack,
+                    Some(&args_node.span),
+                )?;
+                TaskKind::Block {
+                    block: tasks,
+                    rescue: Vec::new(),
+                    always: Vec::new(),
+                    role: None,
+                }
             }
             "import_role" => {
                 let mut handlers = Vec::new();
                 let mut seen = HashSet::new();
                 let mut out = Vec::new();
-                let mut role_node = Node { value: Yaml::Map(Vec::new()), span: args_node.span.clone() };
+                let mut role_node = Node {
+                    value: Yaml::Map(Vec::new()),
+                    span: args_node.span.clone(),
+                };
                 let mut entries = vec![];
                 for (k, v) in &args {
-                    let k = if k == "name" { "role".to_string() } else { k.clone() };
+                    let k = if k == "name" {
+                        "role".to_string()
+                    } else {
+                        k.clone()
+                    };
                     entries.push((k, value_node(v, &args_node.span)));
                 }
                 role_node.value = Yaml::Map(entries);
                 self.load_role_ref(&role_node, ctx, &mut out, &mut handlers, &mut seen)?;
-                TaskKind::Block { block: out, rescue: Vec::new(), always: Vec::new(), role: None }
+                TaskKind::Block {
+                    block: out,
+                    rescue: Vec::new(),
+                    always: Vec::new(),
+                    role: None,
+                }
             }
             "include_role" => TaskKind::IncludeRole {
-                name: args.get("name").cloned().ok_or_else(|| Error::syntax("include_role needs `name:`", &args_node.span))?,
-                tasks_from: args.get("tasks_from").and_then(Value::as_str).map(str::to_string),
-                vars_from: args.get("vars_from").and_then(Value::as_str).map(str::to_string),
-                defaults_from: args.get("defaults_from").and_then(Value::as_str).map(str::to_string),
+                name: args
+                    .get("name")
+                    .cloned()
+                    .ok_or_else(|| Error::syntax("include_role needs `name:`", &args_node.span))?,
+                tasks_from: args
+                    .get("tasks_from")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                vars_from: args
+                    .get("vars_from")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                defaults_from: args
+                    .get("defaults_from")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             },
             "meta" => {
-                let what = args.get("_raw_params").and_then(Value::as_str).unwrap_or("").trim().to_string();
-                const META: &[&str] = &["flush_handlers", "end_play", "end_host", "end_batch", "noop", "clear_host_errors", "refresh_inventory", "clear_facts", "reset_connection"];
+                let what = args
+                    .get("_raw_params")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                const META: &[&str] = &[
+                    "flush_handlers",
+                    "end_play",
+                    "end_host",
+                    "end_batch",
+                    "noop",
+                    "clear_host_errors",
+                    "refresh_inventory",
+                    "clear_facts",
+                    "reset_connection",
+                ];
                 if !META.contains(&what.as_str()) {
-                    return Err(Error::syntax(format!("unknown meta action `{}`", what), &args_node.span)
-                        .help(format!("use one of: {}", META.join(", "))));
+                    return Err(Error::syntax(
+                        format!("unknown meta action `{}`", what),
+                        &args_node.span,
+                    )
+                    .help(format!("use one of: {}", META.join(", "))));
                 }
                 TaskKind::Meta(what)
             }
             "import_playbook" => {
-                return Err(Error::syntax("import_playbook is only allowed at the top level of a playbook", &node.span))
+                return Err(Error::syntax(
+                    "import_playbook is only allowed at the top level of a playbook",
+                    &node.span,
+                ))
             }
             _ => TaskKind::Module { module, args },
         };
@@ -447,7 +678,11 @@ impl Loader {
     }
 
     /// Finds a role directory by name.
-    pub fn find_role(&self, name: &str, from_dir: &Path) -> std::result::Result<PathBuf, Vec<PathBuf>> {
+    pub fn find_role(
+        &self,
+        name: &str,
+        from_dir: &Path,
+    ) -> std::result::Result<PathBuf, Vec<PathBuf>> {
         let mut cands = Vec::new();
         for base in &self.roles_path {
             cands.push(base.join(name));
@@ -483,7 +718,12 @@ impl Loader {
         if sub.is_dir() {
             let mut entries: Vec<PathBuf> = std::fs::read_dir(&sub)?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")))
+                .filter(|p| {
+                    matches!(
+                        p.extension().and_then(|e| e.to_str()),
+                        Some("yaml" | "yml" | "json")
+                    )
+                })
                 .collect();
             entries.sort();
             files.extend(entries);
@@ -496,11 +736,23 @@ impl Loader {
     }
 
     /// Loads a role and returns its scope and handlers (task lists are loaded by the caller).
-    pub fn load_role(&self, name: &str, params: VarMap, from_dir: &Path, span: &Span, defaults_from: &str, vars_from: &str) -> Result<RoleScope> {
+    pub fn load_role(
+        &self,
+        name: &str,
+        params: VarMap,
+        from_dir: &Path,
+        span: &Span,
+        defaults_from: &str,
+        vars_from: &str,
+    ) -> Result<RoleScope> {
         let path = self.find_role(name, from_dir).map_err(|cands| {
             Error::syntax(format!("role `{}` not found", name), span).note(format!(
                 "searched: {}",
-                cands.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ")
+                cands
+                    .iter()
+                    .map(|c| c.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?;
         let role = Role {
@@ -516,18 +768,43 @@ impl Loader {
     }
 
     /// The task list of a role (`tasks/<from>.yaml`), empty when the role has none.
-    pub fn role_tasks(&self, scope: &RoleScope, from: &str, stack: &[PathBuf], span: &Span) -> Result<Vec<Task>> {
+    pub fn role_tasks(
+        &self,
+        scope: &RoleScope,
+        from: &str,
+        stack: &[PathBuf],
+        span: &Span,
+    ) -> Result<Vec<Task>> {
         let dir = scope.role.path.join("tasks");
-        match resolve_first(&[dir.join(format!("{}.yaml", from)), dir.join(format!("{}.yml", from)), dir.join(from)]) {
+        match resolve_first(&[
+            dir.join(format!("{}.yaml", from)),
+            dir.join(format!("{}.yml", from)),
+            dir.join(from),
+        ]) {
             Some(p) => self.load_task_file(&p, Some(scope.clone()), stack, Some(span)),
             None if from == "main" => Ok(Vec::new()),
-            None => Err(Error::syntax(format!("role `{}` has no task file `{}`", scope.role.name, from), span)),
+            None => Err(Error::syntax(
+                format!("role `{}` has no task file `{}`", scope.role.name, from),
+                span,
+            )),
         }
     }
 
-    fn load_role_ref(&self, item: &Node, ctx: &FileCtx, out: &mut Vec<Task>, handlers: &mut Vec<Task>, seen: &mut HashSet<String>) -> Result<()> {
+    fn load_role_ref(
+        &self,
+        item: &Node,
+        ctx: &FileCtx,
+        out: &mut Vec<Task>,
+        handlers: &mut Vec<Task>,
+        seen: &mut HashSet<String>,
+    ) -> Result<()> {
         let (name, params, attrs, tasks_from) = match &item.value {
-            Yaml::Str(s) => (s.clone(), VarMap::new(), Inherited::default(), "main".to_string()),
+            Yaml::Str(s) => (
+                s.clone(),
+                VarMap::new(),
+                Inherited::default(),
+                "main".to_string(),
+            ),
             Yaml::Map(_) => {
                 let name = item
                     .get("role")
@@ -538,7 +815,31 @@ impl Loader {
                 let attrs = parse_inherited(item)?;
                 let mut params = VarMap::new();
                 for (k, v) in item.entries() {
-                    if matches!(k.as_str(), "role" | "name" | "when" | "tags" | "vars" | "become" | "become_user" | "environment" | "ignore_errors" | "delegate_to" | "run_once" | "no_log" | "check_mode" | "any_errors_fatal" | "tasks_from" | "vars_from" | "defaults_from" | "handlers_from" | "allow_duplicates" | "public" | "apply" | "rolespec_validate") {
+                    if matches!(
+                        k.as_str(),
+                        "role"
+                            | "name"
+                            | "when"
+                            | "tags"
+                            | "vars"
+                            | "become"
+                            | "become_user"
+                            | "environment"
+                            | "ignore_errors"
+                            | "delegate_to"
+                            | "run_once"
+                            | "no_log"
+                            | "check_mode"
+                            | "any_errors_fatal"
+                            | "tasks_from"
+                            | "vars_from"
+                            | "defaults_from"
+                            | "handlers_from"
+                            | "allow_duplicates"
+                            | "public"
+                            | "apply"
+                            | "rolespec_validate"
+                    ) {
                         continue;
                     }
                     params.insert(k.clone(), v.to_value());
@@ -547,7 +848,11 @@ impl Loader {
                 for (k, v) in attrs.vars.iter() {
                     params.insert(k.clone(), v.clone());
                 }
-                let tasks_from = item.get("tasks_from").and_then(Node::as_str).unwrap_or("main").to_string();
+                let tasks_from = item
+                    .get("tasks_from")
+                    .and_then(Node::as_str)
+                    .unwrap_or("main")
+                    .to_string();
                 let mut attrs = attrs;
                 attrs.vars = Arc::new(VarMap::new());
                 (name, params, attrs, tasks_from)
@@ -555,20 +860,32 @@ impl Loader {
             _ => return Err(item.expected("a role name or a mapping with `role:`")),
         };
         let scope = self.load_role(&name, params, &ctx.dir, &item.span, "main", "main")?;
-        let identity = format!("{}|{}", scope.role.path.display(), serde_json::Value::Object((*scope.params).clone()));
+        let identity = format!(
+            "{}|{}",
+            scope.role.path.display(),
+            serde_json::Value::Object((*scope.params).clone())
+        );
         if !seen.insert(identity) {
             return Ok(()); // Ansible runs a role once per play for the same parameters.
         }
         let role_key = canonical(&scope.role.path);
         if ctx.stack.contains(&role_key) {
-            return Err(cycle_error(&ctx.stack, &scope.role.path, Some(&item.span)).help("role dependencies may not form a cycle"));
+            return Err(cycle_error(&ctx.stack, &scope.role.path, Some(&item.span))
+                .help("role dependencies may not form a cycle"));
         }
         let mut stack = ctx.stack.clone();
         stack.push(role_key);
-        let role_ctx = FileCtx { dir: scope.role.path.clone(), role: Some(scope.clone()), stack: stack.clone() };
+        let role_ctx = FileCtx {
+            dir: scope.role.path.clone(),
+            role: Some(scope.clone()),
+            stack: stack.clone(),
+        };
         // meta/main dependencies run first.
         let mut block = Vec::new();
-        if let Some(meta) = resolve_first(&[scope.role.path.join("meta/main.yaml"), scope.role.path.join("meta/main.yml")]) {
+        if let Some(meta) = resolve_first(&[
+            scope.role.path.join("meta/main.yaml"),
+            scope.role.path.join("meta/main.yml"),
+        ]) {
             let node = yaml::load_file(&meta)?;
             if let Some(deps) = node.get("dependencies") {
                 match &deps.value {
@@ -589,17 +906,30 @@ impl Loader {
             for t in self.load_task_file(&h, Some(scope.clone()), &stack, Some(&item.span))? {
                 handlers.push(Task {
                     name: t.name.clone(),
-                    own: TaskOwn { listen: t.own.listen.clone(), ..Default::default() },
+                    own: TaskOwn {
+                        listen: t.own.listen.clone(),
+                        ..Default::default()
+                    },
                     span: t.span.clone(),
                     dir: t.dir.clone(),
                     attrs: Inherited::default(),
-                    kind: TaskKind::Block { block: vec![t], rescue: Vec::new(), always: Vec::new(), role: Some(scope.clone()) },
+                    kind: TaskKind::Block {
+                        block: vec![t],
+                        rescue: Vec::new(),
+                        always: Vec::new(),
+                        role: Some(scope.clone()),
+                    },
                 });
             }
         }
         out.push(Task {
             name: None,
-            kind: TaskKind::Block { block, rescue: Vec::new(), always: Vec::new(), role: Some(scope.clone()) },
+            kind: TaskKind::Block {
+                block,
+                rescue: Vec::new(),
+                always: Vec::new(),
+                role: Some(scope.clone()),
+            },
             attrs,
             own: TaskOwn::default(),
             span: item.span.clone(),
@@ -613,17 +943,31 @@ fn value_node(v: &Value, span: &Span) -> Node {
     let value = match v {
         Value::Null => Yaml::Null,
         Value::Bool(b) => Yaml::Bool(*b),
-        Value::Number(n) => n.as_i64().map(Yaml::Int).unwrap_or_else(|| Yaml::Float(n.as_f64().unwrap_or(0.0))),
+        Value::Number(n) => n
+            .as_i64()
+            .map(Yaml::Int)
+            .unwrap_or_else(|| Yaml::Float(n.as_f64().unwrap_or(0.0))),
         Value::String(s) => Yaml::Str(s.clone()),
         Value::Array(a) => Yaml::Seq(a.iter().map(|i| value_node(i, span)).collect()),
-        Value::Object(m) => Yaml::Map(m.iter().map(|(k, v)| (k.clone(), value_node(v, span))).collect()),
+        Value::Object(m) => Yaml::Map(
+            m.iter()
+                .map(|(k, v)| (k.clone(), value_node(v, span)))
+                .collect(),
+        ),
     };
-    Node { value, span: span.clone() }
+    Node {
+        value,
+        span: span.clone(),
+    }
 }
 
 fn expr_of(v: &Value) -> String {
     match v {
-        Value::String(s) => match s.trim().strip_prefix("{{").and_then(|x| x.strip_suffix("}}")) {
+        Value::String(s) => match s
+            .trim()
+            .strip_prefix("{{")
+            .and_then(|x| x.strip_suffix("}}"))
+        {
             Some(inner) => inner.trim().to_string(),
             None => s.clone(),
         },
@@ -644,7 +988,9 @@ fn value_string(v: &Value) -> String {
 }
 
 fn string_list(node: Option<&Node>) -> Result<Vec<String>> {
-    let Some(node) = node else { return Ok(Vec::new()) };
+    let Some(node) = node else {
+        return Ok(Vec::new());
+    };
     match node.to_value() {
         Value::Null => Ok(Vec::new()),
         Value::String(s) => Ok(vec![s]),
@@ -661,9 +1007,15 @@ fn string_list(node: Option<&Node>) -> Result<Vec<String>> {
 }
 
 fn tags_of(node: Option<&Node>) -> Result<Vec<String>> {
-    let Some(node) = node else { return Ok(Vec::new()) };
+    let Some(node) = node else {
+        return Ok(Vec::new());
+    };
     match node.to_value() {
-        Value::String(s) => Ok(s.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect()),
+        Value::String(s) => Ok(s
+            .split(',')
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect()),
         Value::Number(n) => Ok(vec![n.to_string()]),
         Value::Array(items) => Ok(items.iter().map(value_string).collect()),
         Value::Null => Ok(Vec::new()),
@@ -697,7 +1049,11 @@ fn parse_inherited(node: &Node) -> Result<Inherited> {
     };
     if let Some(b) = node.get("become_method") {
         if b.as_str() != Some("sudo") {
-            return Err(Error::syntax(format!("unsupported become_method {}", b.to_value()), &b.span).help("kk supports `sudo`"));
+            return Err(Error::syntax(
+                format!("unsupported become_method {}", b.to_value()),
+                &b.span,
+            )
+            .help("kk supports `sudo`"));
         }
     }
     Ok(Inherited {
@@ -705,7 +1061,10 @@ fn parse_inherited(node: &Node) -> Result<Inherited> {
         tags: tags_of(node.get("tags"))?,
         become_: get("become"),
         become_user: get("become_user"),
-        become_method: node.get("become_method").and_then(Node::as_str).map(str::to_string),
+        become_method: node
+            .get("become_method")
+            .and_then(Node::as_str)
+            .map(str::to_string),
         environment: get("environment"),
         ignore_errors: get("ignore_errors"),
         ignore_unreachable: get("ignore_unreachable"),

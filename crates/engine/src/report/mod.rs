@@ -130,7 +130,12 @@ pub struct Output {
 
 impl Output {
     /// Creates the reporter; `workdir` gets `runs/<run-id>/{events.jsonl,kk.log}`.
-    pub fn new(format: Format, diff: bool, verbosity: u8, workdir: Option<&Path>) -> std::io::Result<Output> {
+    pub fn new(
+        format: Format,
+        diff: bool,
+        verbosity: u8,
+        workdir: Option<&Path>,
+    ) -> std::io::Result<Output> {
         let (mut journal, mut log, mut run_dir) = (None, None, None);
         if let Some(w) = workdir {
             let dir = w.join("runs").join(run_id());
@@ -151,7 +156,9 @@ impl Output {
 }
 
 fn run_id() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     let secs = now.as_secs();
     let (days, rem) = (secs / 86400, secs % 86400);
     // Civil date from days since the epoch (Howard Hinnant's algorithm).
@@ -188,12 +195,24 @@ pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
         Event::PlayStart { play, .. } => banner(&format!("PLAY [{}]", play)),
         Event::TaskStart { task, path, .. } => {
             if verbosity > 0 {
-                format!("{}\ntask path: {}", banner(&format!("TASK [{}]", task)), path)
+                format!(
+                    "{}\ntask path: {}",
+                    banner(&format!("TASK [{}]", task)),
+                    path
+                )
             } else {
                 banner(&format!("TASK [{}]", task))
             }
         }
-        Event::HostResult { host, delegated_to, status, result, ignored, display, .. } => {
+        Event::HostResult {
+            host,
+            delegated_to,
+            status,
+            result,
+            ignored,
+            display,
+            ..
+        } => {
             let who = match delegated_to {
                 Some(d) if d != host => format!("[{} -> {}]", host, d),
                 _ => format!("[{}]", host),
@@ -294,7 +313,11 @@ fn failure_text(result: &Value) -> String {
     if let Some(Value::Array(items)) = result.get("results") {
         for (i, item) in items.iter().enumerate() {
             if item.get("failed") == Some(&Value::Bool(true)) {
-                out.push_str(&format!("\n  item {}: {}", i, failure_text(item).replace('\n', "\n  ")));
+                out.push_str(&format!(
+                    "\n  item {}: {}",
+                    i,
+                    failure_text(item).replace('\n', "\n  ")
+                ));
             }
         }
     }
@@ -308,7 +331,11 @@ fn render_diff(d: &Value) -> String {
     let get = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
     let diff = similar::TextDiff::from_lines(get("before"), get("after"));
     let mut out = String::new();
-    out.push_str(&format!("--- {}\n+++ {}\n", get("before_header"), get("after_header")));
+    out.push_str(&format!(
+        "--- {}\n+++ {}\n",
+        get("before_header"),
+        get("after_header")
+    ));
     for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
         out.push_str(&hunk.to_string());
     }
@@ -362,6 +389,9 @@ mod tests {
         };
         let t = render_text(&e, false, 0);
         assert!(t.contains("failed: [h1] => non-zero return code"), "{t}");
-        assert!(t.contains("rc: 3") && t.contains("out2") && t.contains("err"), "{t}");
+        assert!(
+            t.contains("rc: 3") && t.contains("out2") && t.contains("err"),
+            "{t}"
+        );
     }
 }

@@ -94,7 +94,9 @@ impl Templar {
             return Ok(Value::String(s.to_string()));
         }
         if let Some(expr) = single_expression(s) {
-            let v = self.eval_expr(expr, ctx).map_err(|e| e.note(format!("in `{}`", s)))?;
+            let v = self
+                .eval_expr(expr, ctx)
+                .map_err(|e| e.note(format!("in `{}`", s)))?;
             if v.is_undefined() {
                 // Rendering as text fails with minijinja's explanation, which names the variable.
                 self.render_text(s, ctx)?;
@@ -113,9 +115,12 @@ impl Templar {
     pub fn render_value(&self, v: &Value, ctx: &minijinja::Value) -> Result<Value> {
         Ok(match v {
             Value::String(s) => self.render_str(s, ctx)?,
-            Value::Array(items) => {
-                Value::Array(items.iter().map(|i| self.render_value(i, ctx)).collect::<Result<_>>()?)
-            }
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|i| self.render_value(i, ctx))
+                    .collect::<Result<_>>()?,
+            ),
             Value::Object(m) => {
                 let mut out = serde_json::Map::with_capacity(m.len());
                 for (k, val) in m {
@@ -159,17 +164,28 @@ impl Templar {
                 } else {
                     s.clone()
                 };
-                let v = self.eval_expr(&expr, ctx).map_err(|e| e.note(format!("in condition `{}`", s)))?;
+                let v = self
+                    .eval_expr(&expr, ctx)
+                    .map_err(|e| e.note(format!("in condition `{}`", s)))?;
                 if v.is_undefined() {
-                    return Err(Error::new(ErrorKind::Undefined, format!("condition `{}` is undefined", s)));
+                    return Err(Error::new(
+                        ErrorKind::Undefined,
+                        format!("condition `{}` is undefined", s),
+                    ));
                 }
                 // A string result ("yes", "True") is judged as Ansible's `bool` would.
                 if let Some(st) = v.as_str() {
-                    return Ok(matches!(st.trim().to_ascii_lowercase().as_str(), "yes" | "true" | "1" | "on" | "y"));
+                    return Ok(matches!(
+                        st.trim().to_ascii_lowercase().as_str(),
+                        "yes" | "true" | "1" | "on" | "y"
+                    ));
                 }
                 Ok(v.is_true())
             }
-            Value::Object(_) => Err(Error::new(ErrorKind::Syntax, "a condition must be an expression, not a mapping")),
+            Value::Object(_) => Err(Error::new(
+                ErrorKind::Syntax,
+                "a condition must be an expression, not a mapping",
+            )),
         }
     }
 }
@@ -182,9 +198,13 @@ pub fn to_mj(v: &Value) -> minijinja::Value {
 /// Converts a template result to plain data.
 pub fn to_json(v: &minijinja::Value, source: &str) -> Result<Value> {
     if v.is_undefined() {
-        return Err(Error::new(ErrorKind::Undefined, format!("`{}` evaluated to an undefined value", source)));
+        return Err(Error::new(
+            ErrorKind::Undefined,
+            format!("`{}` evaluated to an undefined value", source),
+        ));
     }
-    serde_json::to_value(v).map_err(|e| Error::new(ErrorKind::Template, format!("{} (in `{}`)", e, source)))
+    serde_json::to_value(v)
+        .map_err(|e| Error::new(ErrorKind::Template, format!("{} (in `{}`)", e, source)))
 }
 
 /// Jinja truthiness of plain data.
@@ -205,7 +225,10 @@ pub fn convert_error(e: minijinja::Error, source: &str) -> Error {
         minijinja::ErrorKind::UndefinedError => ErrorKind::Undefined,
         _ => ErrorKind::Template,
     };
-    let detail = e.detail().map(str::to_string).unwrap_or_else(|| e.kind().to_string());
+    let detail = e
+        .detail()
+        .map(str::to_string)
+        .unwrap_or_else(|| e.kind().to_string());
     let mut err = Error::new(kind, detail);
     if let Some(range) = e.range() {
         if let Some(snippet) = source.get(range) {
@@ -225,7 +248,9 @@ pub fn convert_error(e: minijinja::Error, source: &str) -> Error {
         src = s.source();
     }
     if kind == ErrorKind::Undefined {
-        err = err.help("define the variable (inventory, vars, -e) or give a fallback with `| default(...)`");
+        err = err.help(
+            "define the variable (inventory, vars, -e) or give a fallback with `| default(...)`",
+        );
     }
     err
 }
@@ -239,10 +264,22 @@ mod tests {
     fn native_types_for_single_expressions() {
         let t = Templar::new();
         let ctx = to_mj(&serde_json::json!({"a": [1, 2], "n": 3}));
-        assert_eq!(t.render_str("{{ a }}", &ctx).unwrap(), serde_json::json!([1, 2]));
-        assert_eq!(t.render_str("{{ n + 1 }}", &ctx).unwrap(), serde_json::json!(4));
-        assert_eq!(t.render_str("n={{ n }}", &ctx).unwrap(), serde_json::json!("n=3"));
-        assert_eq!(t.render_str("{{ n }}\n", &ctx).unwrap(), serde_json::json!(3));
+        assert_eq!(
+            t.render_str("{{ a }}", &ctx).unwrap(),
+            serde_json::json!([1, 2])
+        );
+        assert_eq!(
+            t.render_str("{{ n + 1 }}", &ctx).unwrap(),
+            serde_json::json!(4)
+        );
+        assert_eq!(
+            t.render_str("n={{ n }}", &ctx).unwrap(),
+            serde_json::json!("n=3")
+        );
+        assert_eq!(
+            t.render_str("{{ n }}\n", &ctx).unwrap(),
+            serde_json::json!(3)
+        );
     }
 
     #[test]
@@ -258,7 +295,9 @@ mod tests {
         let t = Templar::new();
         let ctx = to_mj(&serde_json::json!({"x": 2, "s": "yes"}));
         assert!(t.eval_condition(&serde_json::json!("x > 1"), &ctx).unwrap());
-        assert!(!t.eval_condition(&serde_json::json!(["x > 1", "x > 5"]), &ctx).unwrap());
+        assert!(!t
+            .eval_condition(&serde_json::json!(["x > 1", "x > 5"]), &ctx)
+            .unwrap());
         assert!(t.eval_condition(&serde_json::json!("s"), &ctx).unwrap());
         assert!(t.eval_condition(&serde_json::json!(true), &ctx).unwrap());
     }

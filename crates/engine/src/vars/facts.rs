@@ -121,7 +121,10 @@ pub fn parse(output: &str) -> VarMap {
     );
     af.insert("lsb".into(), lsb_facts(&raw, lsb_output.as_deref()));
     af.insert("dns".into(), dns_facts(&raw));
-    af.insert("fips".into(), (raw.content("/proc/sys/crypto/fips_enabled").as_deref() == Some("1")).into());
+    af.insert(
+        "fips".into(),
+        (raw.content("/proc/sys/crypto/fips_enabled").as_deref() == Some("1")).into(),
+    );
     if let Some(c) = raw.content("/proc/cmdline") {
         let (cmdline, proc_cmdline) = cmdline_facts(&c);
         af.insert("cmdline".into(), cmdline);
@@ -195,7 +198,9 @@ impl<'a> Raw<'a> {
             }
             match current {
                 Some("files") => {
-                    let Some((path, rest)) = line.split_once(':') else { continue };
+                    let Some((path, rest)) = line.split_once(':') else {
+                        continue;
+                    };
                     if last_path != Some(path) {
                         skipping = files.contains_key(path);
                         last_path = Some(path);
@@ -270,14 +275,19 @@ fn py_int(s: &str) -> Option<i64> {
 /// First capture group of a regex search, like Python's `re.search(p, s).group(1)`.
 fn cap1(pattern: &str, text: &str) -> Option<String> {
     let re = Regex::new(pattern).ok()?;
-    re.captures(text).and_then(|c| c.get(1)).map(|m| m.as_str().to_string())
+    re.captures(text)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_string())
 }
 
 /// Python's `str.capitalize()`.
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
-        Some(f) => f.to_uppercase().chain(c.flat_map(|ch| ch.to_lowercase())).collect(),
+        Some(f) => f
+            .to_uppercase()
+            .chain(c.flat_map(|ch| ch.to_lowercase()))
+            .collect(),
         None => String::new(),
     }
 }
@@ -317,7 +327,11 @@ impl Platform {
         };
         let system = get(0);
         Platform {
-            system: if system.is_empty() { "Linux".into() } else { system },
+            system: if system.is_empty() {
+                "Linux".into()
+            } else {
+                system
+            },
             nodename: get(1),
             kernel: get(2),
             kernel_version: raw.content("/proc/sys/kernel/version").unwrap_or(middle),
@@ -333,11 +347,19 @@ fn platform_facts(raw: &Raw, p: &Platform, af: &mut BTreeMap<String, Value>) {
     af.insert("machine".into(), p.machine.clone().into());
     af.insert("architecture".into(), p.machine.clone().into());
     af.insert("nodename".into(), p.nodename.clone().into());
-    af.insert("hostname".into(), p.nodename.split('.').next().unwrap_or("").into());
+    af.insert(
+        "hostname".into(),
+        p.nodename.split('.').next().unwrap_or("").into(),
+    );
     let fqdn = fqdn(raw, &p.nodename);
-    af.insert("domain".into(), fqdn.split('.').skip(1).collect::<Vec<_>>().join(".").into());
+    af.insert(
+        "domain".into(),
+        fqdn.split('.').skip(1).collect::<Vec<_>>().join(".").into(),
+    );
     af.insert("fqdn".into(), fqdn.into());
-    let machine_id = raw.content("/var/lib/dbus/machine-id").or_else(|| raw.content("/etc/machine-id"));
+    let machine_id = raw
+        .content("/var/lib/dbus/machine-id")
+        .or_else(|| raw.content("/etc/machine-id"));
     if let Some(id) = machine_id.as_deref().and_then(|m| m.lines().next()) {
         af.insert("machine_id".into(), id.into());
     }
@@ -356,7 +378,11 @@ fn fqdn(raw: &Raw, nodename: &str) -> String {
         }
         let names: Vec<&str> = line.split_whitespace().skip(1).collect();
         if let Some(first) = names.first() {
-            return names.iter().find(|n| n.contains('.')).unwrap_or(first).to_string();
+            return names
+                .iter()
+                .find(|n| n.contains('.'))
+                .unwrap_or(first)
+                .to_string();
         }
     }
     nodename.to_string()
@@ -469,7 +495,11 @@ fn lsb_release_output(raw: &Raw, os: &IndexMap<String, String>) -> Option<Vec<(S
     if !raw.has_cmd("lsb_release") {
         return None;
     }
-    let na = |v: Option<&String>| v.filter(|s| !s.is_empty()).cloned().unwrap_or_else(|| "n/a".into());
+    let na = |v: Option<&String>| {
+        v.filter(|s| !s.is_empty())
+            .cloned()
+            .unwrap_or_else(|| "n/a".into())
+    };
     let file = os_release_pairs(&raw.text("/etc/lsb-release").unwrap_or_default());
     if file.contains_key("DISTRIB_ID") {
         return Some(vec![
@@ -520,8 +550,15 @@ const DISTRO_RELEASE_IGNORE: &[&str] = &[
 ];
 
 impl Distro {
-    fn new(raw: &Raw, os_pairs: &IndexMap<String, String>, lsb_out: Option<&[(String, String)]>) -> Distro {
-        let mut os: HashMap<String, String> = os_pairs.iter().map(|(k, v)| (k.to_lowercase(), v.clone())).collect();
+    fn new(
+        raw: &Raw,
+        os_pairs: &IndexMap<String, String>,
+        lsb_out: Option<&[(String, String)]>,
+    ) -> Distro {
+        let mut os: HashMap<String, String> = os_pairs
+            .iter()
+            .map(|(k, v)| (k.to_lowercase(), v.clone()))
+            .collect();
         if let Some(v) = os.get("version").cloned() {
             if let Ok(re) = Regex::new(r"\((\D+)\)|,\s*(\D+)") {
                 if let Some(c) = re.captures(&v) {
@@ -546,7 +583,11 @@ impl Distro {
             os,
             lsb,
             rel: distro_release_info(raw),
-            debian_version: raw.lines("/etc/debian_version").first().map(|l| l.trim_end().to_string()).unwrap_or_default(),
+            debian_version: raw
+                .lines("/etc/debian_version")
+                .first()
+                .map(|l| l.trim_end().to_string())
+                .unwrap_or_default(),
         }
     }
 
@@ -565,10 +606,17 @@ impl Distro {
     fn id(&self) -> String {
         fn norm(id: &str, table: &[(&str, &str)]) -> String {
             let id = id.to_lowercase().replace(' ', "_");
-            table.iter().find(|(k, _)| *k == id).map(|(_, v)| v.to_string()).unwrap_or(id)
+            table
+                .iter()
+                .find(|(k, _)| *k == id)
+                .map(|(_, v)| v.to_string())
+                .unwrap_or(id)
         }
         if !self.os("id").is_empty() {
-            return norm(self.os("id"), &[("ol", "oracle"), ("opensuse-leap", "opensuse")]);
+            return norm(
+                self.os("id"),
+                &[("ol", "oracle"), ("opensuse-leap", "opensuse")],
+            );
         }
         if !self.lsb("distributor_id").is_empty() {
             return norm(
@@ -593,7 +641,12 @@ impl Distro {
     }
 
     fn version(&self, best: bool) -> String {
-        let from_line = |l: &str| parse_distro_release_content(l).get("version_id").cloned().unwrap_or_default();
+        let from_line = |l: &str| {
+            parse_distro_release_content(l)
+                .get("version_id")
+                .cloned()
+                .unwrap_or_default()
+        };
         let mut versions = vec![
             self.os("version_id").to_string(),
             self.lsb("release").to_string(),
@@ -642,7 +695,12 @@ impl Distro {
     fn distribution_version(&self) -> String {
         let id = self.id();
         match id.as_str() {
-            "centos" => self.version(true).split('.').take(2).collect::<Vec<_>>().join("."),
+            "centos" => self
+                .version(true)
+                .split('.')
+                .take(2)
+                .collect::<Vec<_>>()
+                .join("."),
             "debian" => self.version(true),
             _ => self.version(false),
         }
@@ -650,7 +708,11 @@ impl Distro {
 
     /// `sys_info.get_distribution_codename()`.
     fn distribution_codename(&self) -> Option<String> {
-        if let Some(c) = self.os.get("version_codename").or_else(|| self.os.get("ubuntu_codename")) {
+        if let Some(c) = self
+            .os
+            .get("version_codename")
+            .or_else(|| self.os.get("ubuntu_codename"))
+        {
             return Some(c.clone());
         }
         if self.id() == "ubuntu" {
@@ -665,7 +727,9 @@ impl Distro {
 /// `distro`'s distro release file: the first `/etc/<id>[-_](release|version)` whose first
 /// line parses, in sorted order.
 fn distro_release_info(raw: &Raw) -> HashMap<String, String> {
-    let Ok(re) = Regex::new(r"^(\w+)[-_](release|version)$") else { return HashMap::new() };
+    let Ok(re) = Regex::new(r"^(\w+)[-_](release|version)$") else {
+        return HashMap::new();
+    };
     let mut names: Vec<&str> = raw
         .files
         .keys()
@@ -675,7 +739,9 @@ fn distro_release_info(raw: &Raw) -> HashMap<String, String> {
     names.sort();
     for b in names {
         let Some(m) = re.captures(b) else { continue };
-        let Some(first) = raw.lines(&format!("/etc/{b}")).first().copied() else { continue };
+        let Some(first) = raw.lines(&format!("/etc/{b}")).first().copied() else {
+            continue;
+        };
         let mut info = parse_distro_release_content(first);
         if first.trim().is_empty() {
             info.insert("name".into(), String::new());
@@ -684,7 +750,10 @@ fn distro_release_info(raw: &Raw) -> HashMap<String, String> {
             continue;
         }
         info.insert("id".into(), m[1].to_string());
-        if info.get("name").is_some_and(|n| n.to_lowercase().contains("cloudlinux")) {
+        if info
+            .get("name")
+            .is_some_and(|n| n.to_lowercase().contains("cloudlinux"))
+        {
             info.insert("id".into(), "cloudlinux".into());
         }
         return info;
@@ -698,14 +767,26 @@ fn parse_distro_release_content(line: &str) -> HashMap<String, String> {
     let rev: String = line.trim().chars().rev().collect();
     let re = Regex::new(r"^(?:[^)]*\)(.*)\()? *(?:STL )?([\d.+\-a-z]*\d) *(?:esaeler *)?(.+)");
     let rev_str = |s: &str| s.chars().rev().collect::<String>();
-    if let Some(c) = re.ok().and_then(|re| re.captures(&rev).map(|c| c.iter().map(|m| m.map(|m| m.as_str().to_string())).collect::<Vec<_>>())) {
+    if let Some(c) = re.ok().and_then(|re| {
+        re.captures(&rev).map(|c| {
+            c.iter()
+                .map(|m| m.map(|m| m.as_str().to_string()))
+                .collect::<Vec<_>>()
+        })
+    }) {
         if let Some(Some(n)) = c.get(3) {
             info.insert("name".into(), rev_str(n));
         }
-        if let Some(Some(v)) = c.get(2).filter(|v| v.as_ref().is_some_and(|s| !s.is_empty())) {
+        if let Some(Some(v)) = c
+            .get(2)
+            .filter(|v| v.as_ref().is_some_and(|s| !s.is_empty()))
+        {
             info.insert("version_id".into(), rev_str(v));
         }
-        if let Some(Some(cn)) = c.get(1).filter(|v| v.as_ref().is_some_and(|s| !s.is_empty())) {
+        if let Some(Some(cn)) = c
+            .get(1)
+            .filter(|v| v.as_ref().is_some_and(|s| !s.is_empty()))
+        {
             info.insert("codename".into(), rev_str(cn));
         }
     } else if !line.is_empty() {
@@ -748,29 +829,77 @@ const OS_FAMILY_MAP: &[(&str, &[&str])] = &[
     (
         "RedHat",
         &[
-            "RedHat", "RHEL", "Fedora", "CentOS", "Scientific", "SLC", "Ascendos", "CloudLinux", "PSBM",
-            "OracleLinux", "OVS", "OEL", "Amazon", "Amzn", "Virtuozzo", "XenServer", "Alibaba", "EulerOS",
-            "openEuler", "AlmaLinux", "Rocky", "TencentOS", "EuroLinux", "Kylin Linux Advanced Server", "MIRACLE",
+            "RedHat",
+            "RHEL",
+            "Fedora",
+            "CentOS",
+            "Scientific",
+            "SLC",
+            "Ascendos",
+            "CloudLinux",
+            "PSBM",
+            "OracleLinux",
+            "OVS",
+            "OEL",
+            "Amazon",
+            "Amzn",
+            "Virtuozzo",
+            "XenServer",
+            "Alibaba",
+            "EulerOS",
+            "openEuler",
+            "AlmaLinux",
+            "Rocky",
+            "TencentOS",
+            "EuroLinux",
+            "Kylin Linux Advanced Server",
+            "MIRACLE",
         ],
     ),
     (
         "Debian",
         &[
-            "Debian", "Ubuntu", "Raspbian", "Neon", "KDE neon", "Linux Mint", "SteamOS", "Devuan", "Kali",
-            "Cumulus Linux", "Pop!_OS", "Parrot", "Pardus GNU/Linux", "Uos", "Deepin", "OSMC",
+            "Debian",
+            "Ubuntu",
+            "Raspbian",
+            "Neon",
+            "KDE neon",
+            "Linux Mint",
+            "SteamOS",
+            "Devuan",
+            "Kali",
+            "Cumulus Linux",
+            "Pop!_OS",
+            "Parrot",
+            "Pardus GNU/Linux",
+            "Uos",
+            "Deepin",
+            "OSMC",
             "Linux Mint Debian Edition",
         ],
     ),
     (
         "Suse",
         &[
-            "SuSE", "SLES", "SLED", "openSUSE", "openSUSE Tumbleweed", "SLES_SAP", "SUSE_LINUX", "openSUSE Leap",
-            "ALP-Dolomite", "SL-Micro", "openSUSE MicroOS",
+            "SuSE",
+            "SLES",
+            "SLED",
+            "openSUSE",
+            "openSUSE Tumbleweed",
+            "SLES_SAP",
+            "SUSE_LINUX",
+            "openSUSE Leap",
+            "ALP-Dolomite",
+            "SL-Micro",
+            "openSUSE MicroOS",
         ],
     ),
     ("Archlinux", &["Archlinux", "Antergos", "Manjaro"]),
     ("Mandrake", &["Mandrake", "Mandriva"]),
-    ("Solaris", &["Solaris", "Nexenta", "OmniOS", "OpenIndiana", "SmartOS"]),
+    (
+        "Solaris",
+        &["Solaris", "Nexenta", "OmniOS", "OpenIndiana", "SmartOS"],
+    ),
     ("Slackware", &["Slackware"]),
     ("Altlinux", &["Altlinux"]),
     ("SMGL", &["SMGL"]),
@@ -789,29 +918,51 @@ fn os_family(distribution: &str) -> String {
 
 type Facts = Map<String, Value>;
 
-fn distribution_facts(raw: &Raw, plat: &Platform, distro: &Distro, af: &mut BTreeMap<String, Value>) {
+fn distribution_facts(
+    raw: &Raw,
+    plat: &Platform,
+    distro: &Distro,
+    af: &mut BTreeMap<String, Value>,
+) {
     // Baseline from `platform`, then the distribution files.
     let mut facts = Facts::new();
     facts.insert("distribution".into(), plat.system.clone().into());
     facts.insert("distribution_release".into(), plat.kernel.clone().into());
-    facts.insert("distribution_version".into(), plat.kernel_version.clone().into());
+    facts.insert(
+        "distribution_version".into(),
+        plat.kernel_version.clone().into(),
+    );
     if plat.system == "Linux" {
         for (k, v) in process_dist_files(raw, distro) {
             facts.insert(k, v);
         }
     }
-    let dist = facts.get("distribution").and_then(Value::as_str).unwrap_or("").to_string();
+    let dist = facts
+        .get("distribution")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     facts.insert("os_family".into(), os_family(&dist).into());
     af.extend(facts);
 }
 
 fn process_dist_files(raw: &Raw, distro: &Distro) -> Facts {
     let mut facts = Facts::new();
-    let version = Some(distro.distribution_version()).filter(|v| !v.is_empty()).unwrap_or_else(|| "NA".into());
-    let major = Some(version.split('.').next().unwrap_or("").to_string()).filter(|v| !v.is_empty()).unwrap_or_else(|| "NA".into());
+    let version = Some(distro.distribution_version())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "NA".into());
+    let major = Some(version.split('.').next().unwrap_or("").to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "NA".into());
     facts.insert("distribution".into(), distro.distribution().into());
     facts.insert("distribution_version".into(), version.into());
-    facts.insert("distribution_release".into(), distro.distribution_codename().unwrap_or_else(|| "NA".into()).into());
+    facts.insert(
+        "distribution_release".into(),
+        distro
+            .distribution_codename()
+            .unwrap_or_else(|| "NA".into())
+            .into(),
+    );
     facts.insert("distribution_major_version".into(), major.into());
 
     for &(path, name, allow_empty) in OSDIST_LIST {
@@ -839,7 +990,14 @@ fn process_dist_files(raw: &Raw, distro: &Distro) -> Facts {
     facts
 }
 
-fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &str, collected: &Facts) -> (bool, Facts) {
+fn parse_dist_file(
+    raw: &Raw,
+    distro: &Distro,
+    name: &str,
+    data: &str,
+    path: &str,
+    collected: &Facts,
+) -> (bool, Facts) {
     let data = strip_chars(data, "'\"\\");
     let mut f = Facts::new();
     let search = match name {
@@ -854,12 +1012,20 @@ fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &st
             f.insert("distribution".into(), name.into());
             f.insert("distribution_file_search_string".into(), s.into());
         } else {
-            let Some(first) = data.split_whitespace().next() else { return (false, f) };
+            let Some(first) = data.split_whitespace().next() else {
+                return (false, f);
+            };
             f.insert("distribution".into(), first.into());
         }
         return (true, f);
     }
-    let collected_str = |k: &str| collected.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let collected_str = |k: &str| {
+        collected
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     let set = |f: &mut Facts, k: &str, v: String| {
         f.insert(k.into(), v.into());
     };
@@ -876,7 +1042,10 @@ fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &st
                 return (false, f);
             }
             set(&mut f, "distribution", name.into());
-            if let Some(m) = Regex::new(r"\w+[.]\w+\+?").ok().and_then(|re| re.find(data).map(|m| m.as_str().to_string())) {
+            if let Some(m) = Regex::new(r"\w+[.]\w+\+?")
+                .ok()
+                .and_then(|re| re.find(data).map(|m| m.as_str().to_string()))
+            {
                 set(&mut f, "distribution_version", m);
             }
             (true, f)
@@ -899,7 +1068,10 @@ fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &st
                     set(&mut f, "distribution_minor_version", minor);
                 }
             } else {
-                let v = data.split_whitespace().find(|w| w.chars().all(|c| c.is_ascii_digit())).unwrap_or("NA");
+                let v = data
+                    .split_whitespace()
+                    .find(|w| w.chars().all(|c| c.is_ascii_digit()))
+                    .unwrap_or("NA");
                 set(&mut f, "distribution_version", v.into());
             }
             (true, f)
@@ -965,7 +1137,11 @@ fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &st
             }
             if let Some(v) = cap1("VERSION=(.*)", data) {
                 let v = v.trim_matches('"').to_string();
-                set(&mut f, "distribution_major_version", v.split('.').next().unwrap_or("").into());
+                set(
+                    &mut f,
+                    "distribution_major_version",
+                    v.split('.').next().unwrap_or("").into(),
+                );
                 set(&mut f, "distribution_version", v);
             }
             (true, f)
@@ -1016,7 +1192,10 @@ fn parse_suse(raw: &Raw, data: &str, path: &str, collected: &Facts) -> (bool, Fa
                 f.insert("distribution".into(), d.trim_matches('"').into());
             }
             if let Some(v) = cap1(r#"^VERSION_ID="?([0-9]+\.?[0-9]*)"?"#, line) {
-                f.insert("distribution_major_version".into(), v.split('.').next().unwrap_or("").into());
+                f.insert(
+                    "distribution_major_version".into(),
+                    v.split('.').next().unwrap_or("").into(),
+                );
                 f.insert("distribution_version".into(), v.into());
             }
             if lower.contains("open") {
@@ -1024,13 +1203,21 @@ fn parse_suse(raw: &Raw, data: &str, path: &str, collected: &Facts) -> (bool, Fa
                     f.insert("distribution_release".into(), r.into());
                 }
             } else if lower.contains("enterprise") && line.contains("VERSION_ID") {
-                let r = cap1(r#"^VERSION_ID="?[0-9]+\.?([0-9]*)"?"#, line).filter(|r| !r.is_empty());
-                f.insert("distribution_release".into(), r.unwrap_or_else(|| "0".into()).into());
+                let r =
+                    cap1(r#"^VERSION_ID="?[0-9]+\.?([0-9]*)"?"#, line).filter(|r| !r.is_empty());
+                f.insert(
+                    "distribution_release".into(),
+                    r.unwrap_or_else(|| "0".into()).into(),
+                );
             }
         }
     } else if path == "/etc/SuSE-release" {
         if lower.contains("open") {
-            if let Some(first) = raw.lines(path).first().and_then(|l| l.split_whitespace().next()) {
+            if let Some(first) = raw
+                .lines(path)
+                .first()
+                .and_then(|l| l.split_whitespace().next())
+            {
                 f.insert("distribution".into(), first.into());
             }
             for line in data.lines() {
@@ -1046,7 +1233,10 @@ fn parse_suse(raw: &Raw, data: &str, path: &str, collected: &Facts) -> (bool, Fa
             }
             for line in data.lines() {
                 if let Some(r) = cap1("PATCHLEVEL = ([0-9]+)", line) {
-                    let base = collected.get("distribution_version").and_then(Value::as_str).unwrap_or("");
+                    let base = collected
+                        .get("distribution_version")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
                     f.insert("distribution_version".into(), format!("{base}.{r}").into());
                     f.insert("distribution_release".into(), r.into());
                 }
@@ -1076,7 +1266,10 @@ fn parse_debian(raw: &Raw, data: &str, path: &str, _collected: &Facts) -> (bool,
     };
     let version_id = |set: &mut dyn FnMut(&str, String)| {
         if let Some(v) = cap1(r#"VERSION_ID="(.*)""#, data) {
-            set("distribution_major_version", v.split('.').next().unwrap_or("").into());
+            set(
+                "distribution_major_version",
+                v.split('.').next().unwrap_or("").into(),
+            );
             set("distribution_version", v);
         }
     };
@@ -1086,8 +1279,8 @@ fn parse_debian(raw: &Raw, data: &str, path: &str, _collected: &Facts) -> (bool,
             set("distribution_release", r);
         }
         // (Ansible's last resort for a missing codename, `dpkg --status tzdata`, is not run.)
-        for line in raw.lines("/etc/debian_version") {
-            if let Ok(re) = Regex::new(r"(\d+)\.(\d+)") {
+        if let Ok(re) = Regex::new(r"(\d+)\.(\d+)") {
+            for line in raw.lines("/etc/debian_version") {
                 if let Some(c) = re.captures(line.trim()) {
                     set("distribution_minor_version", c[2].to_string());
                 }
@@ -1097,8 +1290,18 @@ fn parse_debian(raw: &Raw, data: &str, path: &str, _collected: &Facts) -> (bool,
         set("distribution", "Ubuntu".into());
     } else if data.contains("SteamOS") {
         set("distribution", "SteamOS".into());
-    } else if (path == "/etc/lsb-release" || path == "/etc/os-release") && (data.contains("Kali") || data.contains("Parrot")) {
-        set("distribution", if data.contains("Kali") { "Kali" } else { "Parrot" }.into());
+    } else if (path == "/etc/lsb-release" || path == "/etc/os-release")
+        && (data.contains("Kali") || data.contains("Parrot"))
+    {
+        set(
+            "distribution",
+            if data.contains("Kali") {
+                "Kali"
+            } else {
+                "Parrot"
+            }
+            .into(),
+        );
         if let Some(r) = cap1("DISTRIB_RELEASE=(.*)", data) {
             set("distribution_release", r);
         }
@@ -1193,7 +1396,8 @@ fn memory_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) -> Value {
         m.insert("total_mb".into(), t.into());
     }
     // Kernels before 3.14 have no MemAvailable: estimate it as free + buffers + cache.
-    let avail = mb("MemAvailable").or_else(|| Some(mb("MemFree")? + mb("Buffers").unwrap_or(0) + mb("Cached").unwrap_or(0)));
+    let avail = mb("MemAvailable")
+        .or_else(|| Some(mb("MemFree")? + mb("Buffers").unwrap_or(0) + mb("Cached").unwrap_or(0)));
     if let Some(a) = avail {
         m.insert("available_mb".into(), a.into());
     }
@@ -1220,7 +1424,11 @@ fn cpu_facts(raw: &Raw, plat: &Platform, af: &mut BTreeMap<String, Value>) {
     if lines.is_empty() {
         return;
     }
-    let xen = raw.exists("/proc/xen") || raw.lines("/sys/hypervisor/type").first().is_some_and(|l| l.trim() == "xen");
+    let xen = raw.exists("/proc/xen")
+        || raw
+            .lines("/sys/hypervisor/type")
+            .first()
+            .is_some_and(|l| l.trim() == "xen");
     let mut xen_paravirt = false;
     let (mut i, mut vendor_occ, mut model_occ, mut proc_occ) = (0i64, 0i64, 0i64, 0i64);
     let (mut zp, mut zmt) = (0i64, 0i64);
@@ -1289,15 +1497,28 @@ fn cpu_facts(raw: &Raw, plat: &Platform, af: &mut BTreeMap<String, Value>) {
     let (count, ncores, tpc, vcpus, mut nproc);
     if arch == "s390x" {
         count = 1;
-        ncores = if zmt != 0 { (zp as f64 / zmt as f64).round_ties_even() as i64 } else { 0 };
+        ncores = if zmt != 0 {
+            (zp as f64 / zmt as f64).round_ties_even() as i64
+        } else {
+            0
+        };
         tpc = zmt;
         vcpus = zp;
         nproc = zp;
     } else if xen_paravirt {
         (count, ncores, tpc, vcpus, nproc) = (i, i, 1, i, i);
     } else {
-        count = if sockets.is_empty() { i } else { sockets.len() as i64 };
-        ncores = sockets.values().next().copied().filter(|v| *v != 0).unwrap_or(1);
+        count = if sockets.is_empty() {
+            i
+        } else {
+            sockets.len() as i64
+        };
+        ncores = sockets
+            .values()
+            .next()
+            .copied()
+            .filter(|v| *v != 0)
+            .unwrap_or(1);
         let first_core = cores.values().next().copied().unwrap_or(1);
         tpc = (first_core as f64 / ncores as f64).round_ties_even() as i64;
         vcpus = tpc * count * ncores;
@@ -1319,7 +1540,10 @@ fn cpu_facts(raw: &Raw, plat: &Platform, af: &mut BTreeMap<String, Value>) {
 
 /// CPUs this process may run on (`os.sched_getaffinity`), from `Cpus_allowed_list`.
 fn affinity_count(raw: &Raw) -> Option<i64> {
-    let line = raw.lines("/proc/self/status").iter().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    let line = raw
+        .lines("/proc/self/status")
+        .iter()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
     let mut n = 0i64;
     for part in line.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
@@ -1343,11 +1567,25 @@ fn uptime_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
 
 /// Python's `bytes_to_human`.
 fn bytes_to_human(size: f64) -> String {
-    const RANGES: &[(&str, u32)] = &[("Y", 80), ("Z", 70), ("E", 60), ("P", 50), ("T", 40), ("G", 30), ("M", 20), ("K", 10), ("B", 0)];
+    const RANGES: &[(&str, u32)] = &[
+        ("Y", 80),
+        ("Z", 70),
+        ("E", 60),
+        ("P", 50),
+        ("T", 40),
+        ("G", 30),
+        ("M", 20),
+        ("K", 10),
+        ("B", 0),
+    ];
     for &(suffix, shift) in RANGES {
         let limit = 2f64.powi(shift as i32);
         if size >= limit || shift == 0 {
-            let unit = if shift == 0 { "Bytes".to_string() } else { format!("{suffix}B") };
+            let unit = if shift == 0 {
+                "Bytes".to_string()
+            } else {
+                format!("{suffix}B")
+            };
             return format!("{:.2} {}", size / limit, unit);
         }
     }
@@ -1380,14 +1618,26 @@ fn device_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
         d.insert("model".into(), get("device/model").into());
         d.insert("removable".into(), get("removable").into());
         d.insert("rotational".into(), get("queue/rotational").into());
-        let scheduler = get("queue/scheduler").and_then(|s| cap1(r".*?\[(.*)\]", &s)).unwrap_or_default();
+        let scheduler = get("queue/scheduler")
+            .and_then(|s| cap1(r".*?\[(.*)\]", &s))
+            .unwrap_or_default();
         d.insert("scheduler_mode".into(), scheduler.into());
         let sectorsize = get("queue/logical_block_size");
-        let ss = sectorsize.as_deref().and_then(py_int).filter(|v| *v > 0).unwrap_or(512);
-        d.insert("sectorsize".into(), sectorsize.map(Value::from).unwrap_or_else(|| 512.into()));
+        let ss = sectorsize
+            .as_deref()
+            .and_then(py_int)
+            .filter(|v| *v > 0)
+            .unwrap_or(512);
+        d.insert(
+            "sectorsize".into(),
+            sectorsize.map(Value::from).unwrap_or_else(|| 512.into()),
+        );
         let sectors = get("size").as_deref().and_then(py_int).unwrap_or(0) * 512 / ss;
         d.insert("sectors".into(), sectors.into());
-        d.insert("size".into(), bytes_to_human(sectors as f64 * ss as f64).into());
+        d.insert(
+            "size".into(),
+            bytes_to_human(sectors as f64 * ss as f64).into(),
+        );
         d.insert("host".into(), "".into());
         let mut parts = Map::new();
         let prefix = format!("{dir}/");
@@ -1399,8 +1649,14 @@ fn device_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
             .filter(|p| !p.contains('/'))
             .collect();
         for part in part_names {
-            let start = raw.content(&format!("{dir}/{part}/start")).unwrap_or_else(|| "0".into());
-            let psectors = raw.content(&format!("{dir}/{part}/size")).as_deref().and_then(py_int).unwrap_or(0);
+            let start = raw
+                .content(&format!("{dir}/{part}/start"))
+                .unwrap_or_else(|| "0".into());
+            let psectors = raw
+                .content(&format!("{dir}/{part}/size"))
+                .as_deref()
+                .and_then(py_int)
+                .unwrap_or(0);
             parts.insert(
                 part.into(),
                 json!({"start": start, "sectors": psectors, "sectorsize": 512, "size": bytes_to_human(psectors as f64 * 512.0)}),
@@ -1413,12 +1669,43 @@ fn device_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
 }
 
 const FORM_FACTOR: &[&str] = &[
-    "Unknown", "Other", "Unknown", "Desktop", "Low Profile Desktop", "Pizza Box", "Mini Tower", "Tower",
-    "Portable", "Laptop", "Notebook", "Hand Held", "Docking Station", "All In One", "Sub Notebook",
-    "Space-saving", "Lunch Box", "Main Server Chassis", "Expansion Chassis", "Sub Chassis",
-    "Bus Expansion Chassis", "Peripheral Chassis", "RAID Chassis", "Rack Mount Chassis", "Sealed-case PC",
-    "Multi-system", "CompactPCI", "AdvancedTCA", "Blade", "Blade Enclosure", "Tablet", "Convertible",
-    "Detachable", "IoT Gateway", "Embedded PC", "Mini PC", "Stick PC",
+    "Unknown",
+    "Other",
+    "Unknown",
+    "Desktop",
+    "Low Profile Desktop",
+    "Pizza Box",
+    "Mini Tower",
+    "Tower",
+    "Portable",
+    "Laptop",
+    "Notebook",
+    "Hand Held",
+    "Docking Station",
+    "All In One",
+    "Sub Notebook",
+    "Space-saving",
+    "Lunch Box",
+    "Main Server Chassis",
+    "Expansion Chassis",
+    "Sub Chassis",
+    "Bus Expansion Chassis",
+    "Peripheral Chassis",
+    "RAID Chassis",
+    "Rack Mount Chassis",
+    "Sealed-case PC",
+    "Multi-system",
+    "CompactPCI",
+    "AdvancedTCA",
+    "Blade",
+    "Blade Enclosure",
+    "Tablet",
+    "Convertible",
+    "Detachable",
+    "IoT Gateway",
+    "Embedded PC",
+    "Mini PC",
+    "Stick PC",
 ];
 
 /// Ansible's DMI facts from `/sys/devices/virtual/dmi/id` ("NA" when unreadable;
@@ -1446,10 +1733,12 @@ fn dmi_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
     ] {
         let value = match raw.content(&format!("/sys/devices/virtual/dmi/id/{file}")) {
             None => "NA".to_string(),
-            Some(data) if key == "form_factor" => match data.parse::<usize>().ok().and_then(|i| FORM_FACTOR.get(i)) {
-                Some(f) => f.to_string(),
-                None => format!("unknown ({data})"),
-            },
+            Some(data) if key == "form_factor" => {
+                match data.parse::<usize>().ok().and_then(|i| FORM_FACTOR.get(i)) {
+                    Some(f) => f.to_string(),
+                    None => format!("unknown ({data})"),
+                }
+            }
             Some(data) => data,
         };
         af.insert(key.into(), value.into());
@@ -1474,7 +1763,13 @@ struct Network {
     present: bool,
 }
 
-const INTERFACE_TYPES: &[(&str, &str)] = &[("1", "ether"), ("32", "infiniband"), ("512", "ppp"), ("772", "loopback"), ("65534", "tunnel")];
+const INTERFACE_TYPES: &[(&str, &str)] = &[
+    ("1", "ether"),
+    ("32", "infiniband"),
+    ("512", "ppp"),
+    ("772", "loopback"),
+    ("65534", "tunnel"),
+];
 
 impl Network {
     fn gather(raw: &Raw) -> Network {
@@ -1486,7 +1781,12 @@ impl Network {
             .filter_map(|p| p.strip_prefix("/sys/class/net/"))
             .filter_map(|r| r.split_once('/').map(|(d, _)| d))
             .collect();
-        let mut devices: Vec<&str> = raw.section("netorder").iter().copied().filter(|n| seen.contains(n)).collect();
+        let mut devices: Vec<&str> = raw
+            .section("netorder")
+            .iter()
+            .copied()
+            .filter(|n| seen.contains(n))
+            .collect();
         for n in &seen {
             if !devices.contains(n) {
                 devices.push(n);
@@ -1505,7 +1805,9 @@ impl Network {
         for line in raw.section("ip") {
             let body = line.split('\\').next().unwrap_or("");
             let mut w = body.split_whitespace();
-            let (Some(_idx), Some(name)) = (w.next(), w.next()) else { continue };
+            let (Some(_idx), Some(name)) = (w.next(), w.next()) else {
+                continue;
+            };
             let name = name.trim_end_matches(':');
             let name = name.split('@').next().unwrap_or(name);
             let words: Vec<&str> = w.collect();
@@ -1525,25 +1827,56 @@ impl Network {
                 iface.insert("mtu".into(), mtu.into());
             }
             if raw.files.contains_key(format!("{dir}/operstate").as_str()) {
-                iface.insert("active".into(), (get("operstate").as_deref() != Some("down")).into());
+                iface.insert(
+                    "active".into(),
+                    (get("operstate").as_deref() != Some("down")).into(),
+                );
             }
             if let Some(t) = get("type") {
-                let name = INTERFACE_TYPES.iter().find(|(k, _)| *k == t).map(|(_, v)| *v).unwrap_or("unknown");
+                let name = INTERFACE_TYPES
+                    .iter()
+                    .find(|(k, _)| *k == t)
+                    .map(|(_, v)| *v)
+                    .unwrap_or("unknown");
                 iface.insert("type".into(), name.into());
             }
-            if raw.files.contains_key(format!("{dir}/bridge/bridge_id").as_str()) {
+            if raw
+                .files
+                .contains_key(format!("{dir}/bridge/bridge_id").as_str())
+            {
                 iface.insert("type".into(), "bridge".into());
                 let brif = format!("{dir}/brif/");
-                let members: Vec<Value> =
-                    raw.section("brif").iter().filter_map(|p| p.strip_prefix(brif.as_str())).map(Value::from).collect();
+                let members: Vec<Value> = raw
+                    .section("brif")
+                    .iter()
+                    .filter_map(|p| p.strip_prefix(brif.as_str()))
+                    .map(Value::from)
+                    .collect();
                 iface.insert("interfaces".into(), Value::Array(members));
-                iface.insert("id".into(), get("bridge/bridge_id").unwrap_or_default().into());
-                iface.insert("stp".into(), (get("bridge/stp_state").as_deref() == Some("1")).into());
+                iface.insert(
+                    "id".into(),
+                    get("bridge/bridge_id").unwrap_or_default().into(),
+                );
+                iface.insert(
+                    "stp".into(),
+                    (get("bridge/stp_state").as_deref() == Some("1")).into(),
+                );
             }
-            if raw.files.contains_key(format!("{dir}/bonding/mode").as_str()) {
-                let first = |rel: &str| get(rel).and_then(|s| s.split_whitespace().next().map(String::from)).unwrap_or_default();
+            if raw
+                .files
+                .contains_key(format!("{dir}/bonding/mode").as_str())
+            {
+                let first = |rel: &str| {
+                    get(rel)
+                        .and_then(|s| s.split_whitespace().next().map(String::from))
+                        .unwrap_or_default()
+                };
                 iface.insert("type".into(), "bonding".into());
-                let slaves: Vec<Value> = get("bonding/slaves").unwrap_or_default().split_whitespace().map(Value::from).collect();
+                let slaves: Vec<Value> = get("bonding/slaves")
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(Value::from)
+                    .collect();
                 iface.insert("slaves".into(), Value::Array(slaves));
                 iface.insert("mode".into(), first("bonding/mode").into());
                 iface.insert("miimon".into(), first("bonding/miimon").into());
@@ -1555,8 +1888,14 @@ impl Network {
                     }
                 }
             }
-            if raw.files.contains_key(format!("{dir}/bonding_slave/perm_hwaddr").as_str()) {
-                iface.insert("perm_macaddress".into(), get("bonding_slave/perm_hwaddr").unwrap_or_default().into());
+            if raw
+                .files
+                .contains_key(format!("{dir}/bonding_slave/perm_hwaddr").as_str())
+            {
+                iface.insert(
+                    "perm_macaddress".into(),
+                    get("bonding_slave/perm_hwaddr").unwrap_or_default().into(),
+                );
             }
             if let Some(m) = raw.net_link(&format!("{dir}/device/driver/module")) {
                 iface.insert("module".into(), basename(m).into());
@@ -1567,7 +1906,9 @@ impl Network {
             if let Some(speed) = get("speed").as_deref().and_then(py_int) {
                 iface.insert("speed".into(), speed.into());
             }
-            if let Some(flags) = get("flags").and_then(|f| i64::from_str_radix(f.trim_start_matches("0x"), 16).ok()) {
+            if let Some(flags) =
+                get("flags").and_then(|f| i64::from_str_radix(f.trim_start_matches("0x"), 16).ok())
+            {
                 iface.insert("promisc".into(), (flags & 0x100 > 0).into());
             }
             net.interfaces.insert(device.to_string(), iface);
@@ -1585,8 +1926,15 @@ impl Network {
                     if w.len() < 6 || w[5] != device {
                         continue;
                     }
-                    let Some(addr) = u128::from_str_radix(w[0], 16).ok().map(|v| Ipv6Addr::from(v).to_string()) else { continue };
-                    let prefix = u32::from_str_radix(w[2], 16).map(|p| p.to_string()).unwrap_or_default();
+                    let Some(addr) = u128::from_str_radix(w[0], 16)
+                        .ok()
+                        .map(|v| Ipv6Addr::from(v).to_string())
+                    else {
+                        continue;
+                    };
+                    let prefix = u32::from_str_radix(w[2], 16)
+                        .map(|p| p.to_string())
+                        .unwrap_or_default();
                     let scope = match w[3] {
                         "00" => "global",
                         "10" => "host",
@@ -1594,22 +1942,40 @@ impl Network {
                         "40" => "site",
                         _ => "unknown",
                     };
-                    let words = ["inet6".to_string(), format!("{addr}/{prefix}"), "scope".into(), scope.into()];
+                    let words = [
+                        "inet6".to_string(),
+                        format!("{addr}/{prefix}"),
+                        "scope".into(),
+                        scope.into(),
+                    ];
                     let words: Vec<&str> = words.iter().map(String::as_str).collect();
                     net.parse_ip_words(device, &words, false, &macaddress);
                 }
             }
         }
         // Ansible replaces ':' (aliases such as eth0:1) with '_'.
-        net.interfaces = std::mem::take(&mut net.interfaces).into_iter().map(|(k, v)| (k.replace(':', "_"), v)).collect();
+        net.interfaces = std::mem::take(&mut net.interfaces)
+            .into_iter()
+            .map(|(k, v)| (k.replace(':', "_"), v))
+            .collect();
         net
     }
 
     /// Ansible's `parse_ip_output` for one address line of `device`.
     fn parse_ip_words(&mut self, device: &str, words: &[&str], secondary: bool, macaddress: &str) {
         let Some(&kind) = words.first() else { return };
-        let dev_mtu = self.interfaces.get(device).and_then(|i| i.get("mtu")).cloned().unwrap_or(Value::Null);
-        let dev_type = self.interfaces.get(device).and_then(|i| i.get("type")).cloned().unwrap_or_else(|| "unknown".into());
+        let dev_mtu = self
+            .interfaces
+            .get(device)
+            .and_then(|i| i.get("mtu"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let dev_type = self
+            .interfaces
+            .get(device)
+            .and_then(|i| i.get("type"))
+            .cloned()
+            .unwrap_or_else(|| "unknown".into());
         if kind == "inet" {
             let Some(&spec) = words.get(1) else { return };
             let mut broadcast = "";
@@ -1622,7 +1988,12 @@ impl Network {
                 }
                 None => (spec, "32"),
             };
-            let (Ok(addr), Some(bits)) = (address.parse::<Ipv4Addr>(), py_int(len).filter(|b| (0..=32).contains(b))) else { return };
+            let (Ok(addr), Some(bits)) = (
+                address.parse::<Ipv4Addr>(),
+                py_int(len).filter(|b| (0..=32).contains(b)),
+            ) else {
+                return;
+            };
             let mask: u32 = (((1u64 << 32) - ((1u64 << 32) >> bits)) & 0xffff_ffff) as u32;
             let netmask = Ipv4Addr::from(mask).to_string();
             let network = Ipv4Addr::from(u32::from(addr) & mask).to_string();
@@ -1639,7 +2010,8 @@ impl Network {
             }
             if secondary {
                 let dev = self.interfaces.entry(device.to_string()).or_default();
-                dev.entry("ipv4_secondaries").or_insert_with(|| Value::Array(vec![]));
+                dev.entry("ipv4_secondaries")
+                    .or_insert_with(|| Value::Array(vec![]));
                 if device != iface {
                     push(dev, "ipv4_secondaries", entry);
                 }
@@ -1660,14 +2032,24 @@ impl Network {
             }
         } else if kind == "inet6" {
             let (address, prefix, scope) = if words.get(2) == Some(&"peer") {
-                let prefix = words.get(3).and_then(|p| p.split_once('/')).map(|(_, p)| p).unwrap_or("");
+                let prefix = words
+                    .get(3)
+                    .and_then(|p| p.split_once('/'))
+                    .map(|(_, p)| p)
+                    .unwrap_or("");
                 (words[1], prefix, words.get(5).copied().unwrap_or(""))
             } else {
-                let Some((a, p)) = words.get(1).and_then(|s| s.split_once('/')) else { return };
+                let Some((a, p)) = words.get(1).and_then(|s| s.split_once('/')) else {
+                    return;
+                };
                 (a, p, words.get(3).copied().unwrap_or(""))
             };
             let dev = self.interfaces.entry(device.to_string()).or_default();
-            push(dev, "ipv6", json!({"address": address, "prefix": prefix, "scope": scope}));
+            push(
+                dev,
+                "ipv6",
+                json!({"address": address, "prefix": prefix, "scope": scope}),
+            );
             if self.default_ipv6.get("address").and_then(Value::as_str) == Some(address) {
                 let d = &mut self.default_ipv6;
                 d.insert("prefix".into(), prefix.into());
@@ -1686,14 +2068,38 @@ impl Network {
         if !self.present {
             return;
         }
-        af.insert("interfaces".into(), self.interfaces.keys().map(|k| Value::from(k.as_str())).collect());
+        af.insert(
+            "interfaces".into(),
+            self.interfaces
+                .keys()
+                .map(|k| Value::from(k.as_str()))
+                .collect(),
+        );
         for (name, iface) in &self.interfaces {
             af.insert(name.clone(), Value::Object(iface.clone()));
         }
-        af.insert("default_ipv4".into(), Value::Object(self.default_ipv4.clone()));
-        af.insert("default_ipv6".into(), Value::Object(self.default_ipv6.clone()));
-        af.insert("all_ipv4_addresses".into(), self.all_ipv4.iter().map(|a| Value::from(a.as_str())).collect());
-        af.insert("all_ipv6_addresses".into(), self.all_ipv6.iter().map(|a| Value::from(a.as_str())).collect());
+        af.insert(
+            "default_ipv4".into(),
+            Value::Object(self.default_ipv4.clone()),
+        );
+        af.insert(
+            "default_ipv6".into(),
+            Value::Object(self.default_ipv6.clone()),
+        );
+        af.insert(
+            "all_ipv4_addresses".into(),
+            self.all_ipv4
+                .iter()
+                .map(|a| Value::from(a.as_str()))
+                .collect(),
+        );
+        af.insert(
+            "all_ipv6_addresses".into(),
+            self.all_ipv6
+                .iter()
+                .map(|a| Value::from(a.as_str()))
+                .collect(),
+        );
     }
 
     /// kk's `network`: interfaces with plain address lists, and the default routes.
@@ -1703,7 +2109,12 @@ impl Network {
             if !i.contains_key("device") {
                 continue; // an alias entry (eth0_1): its addresses are listed under the device
             }
-            let mut v4: Vec<Value> = i.get("ipv4").and_then(|v| v.get("address")).cloned().into_iter().collect();
+            let mut v4: Vec<Value> = i
+                .get("ipv4")
+                .and_then(|v| v.get("address"))
+                .cloned()
+                .into_iter()
+                .collect();
             if let Some(Value::Array(sec)) = i.get("ipv4_secondaries") {
                 v4.extend(sec.iter().filter_map(|s| s.get("address").cloned()));
             }
@@ -1716,7 +2127,9 @@ impl Network {
             let mut seen = BTreeSet::new();
             v4.retain(|a| seen.insert(a.to_string()));
             let v6: Vec<Value> = match i.get("ipv6") {
-                Some(Value::Array(a)) => a.iter().filter_map(|x| x.get("address").cloned()).collect(),
+                Some(Value::Array(a)) => {
+                    a.iter().filter_map(|x| x.get("address").cloned()).collect()
+                }
                 _ => vec![],
             };
             let up = match i.get("active") {
@@ -1787,7 +2200,10 @@ fn proc_net_route(raw: &Raw) -> Map<String, Value> {
             m.insert("interface".into(), w[0].into());
             if let Ok(g) = u32::from_str_radix(w[2], 16) {
                 if g != 0 {
-                    m.insert("gateway".into(), Ipv4Addr::from(g.to_le_bytes()).to_string().into());
+                    m.insert(
+                        "gateway".into(),
+                        Ipv4Addr::from(g.to_le_bytes()).to_string().into(),
+                    );
                 }
             }
             break;
@@ -1826,7 +2242,11 @@ fn service_mgr(raw: &Raw, plat: &Platform, af: &BTreeMap<String, Value>) -> Stri
     }
     if plat.system == "Linux" {
         let systemctl = raw.has_cmd("systemctl");
-        if systemctl && ["/run/systemd/system", "/dev/.run/systemd", "/dev/.systemd"].iter().any(|p| raw.exists(p)) {
+        if systemctl
+            && ["/run/systemd/system", "/dev/.run/systemd", "/dev/.systemd"]
+                .iter()
+                .any(|p| raw.exists(p))
+        {
             return "systemd".into();
         }
         if raw.has_cmd("initctl") && raw.exists("/etc/init") {
@@ -1835,7 +2255,11 @@ fn service_mgr(raw: &Raw, plat: &Platform, af: &BTreeMap<String, Value>) -> Stri
         if raw.exists("/sbin/openrc") {
             return "openrc".into();
         }
-        if systemctl && raw.link("/sbin/init").is_some_and(|(l, _)| basename(l) == "systemd") {
+        if systemctl
+            && raw
+                .link("/sbin/init")
+                .is_some_and(|(l, _)| basename(l) == "systemd")
+        {
             return "systemd".into();
         }
         if raw.exists("/etc/init.d") {
@@ -1881,7 +2305,12 @@ fn pkg_mgr(raw: &Raw, af: &BTreeMap<String, Value>) -> String {
             for bin in ["/usr/bin/dnf", "/usr/bin/microdnf"] {
                 if raw.exists(bin) {
                     let real = raw.link(bin).map(|(_, r)| r).unwrap_or(bin);
-                    return if real == "/usr/bin/dnf5" { "dnf5" } else { "dnf" }.into();
+                    return if real == "/usr/bin/dnf5" {
+                        "dnf5"
+                    } else {
+                        "dnf"
+                    }
+                    .into();
                 }
             }
             "unknown".into()
@@ -1897,8 +2326,16 @@ fn pkg_mgr(raw: &Raw, af: &BTreeMap<String, Value>) -> String {
 fn user_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
     let lines = raw.section("user");
     let env_name = lines.first().map(|s| s.trim()).unwrap_or("");
-    let entry: Option<Vec<&str>> = lines.iter().skip(1).map(|l| l.split(':').collect::<Vec<_>>()).find(|f| f.len() >= 7);
-    let name = if env_name.is_empty() { entry.as_ref().map(|e| e[0]).unwrap_or("") } else { env_name };
+    let entry: Option<Vec<&str>> = lines
+        .iter()
+        .skip(1)
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.len() >= 7);
+    let name = if env_name.is_empty() {
+        entry.as_ref().map(|e| e[0]).unwrap_or("")
+    } else {
+        env_name
+    };
     if !name.is_empty() {
         af.insert("user_id".into(), name.into());
     }
@@ -1938,8 +2375,16 @@ fn selinux_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
         }
         Some(enforce) => {
             s.insert("status".into(), "enabled".into());
-            let policyvers = raw.content("/sys/fs/selinux/policyvers").as_deref().and_then(py_int);
-            s.insert("policyvers".into(), policyvers.map(Value::from).unwrap_or_else(|| "unknown".into()));
+            let policyvers = raw
+                .content("/sys/fs/selinux/policyvers")
+                .as_deref()
+                .and_then(py_int);
+            s.insert(
+                "policyvers".into(),
+                policyvers
+                    .map(Value::from)
+                    .unwrap_or_else(|| "unknown".into()),
+            );
             let config = os_release_pairs(&raw.text("/etc/selinux/config").unwrap_or_default());
             let config_mode = match config.get("SELINUX").map(|m| m.to_lowercase()).as_deref() {
                 Some("enforcing") => "enforcing",
@@ -1954,7 +2399,14 @@ fn selinux_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
                 _ => "unknown",
             };
             s.insert("mode".into(), mode.into());
-            s.insert("type".into(), config.get("SELINUXTYPE").cloned().unwrap_or_else(|| "unknown".into()).into());
+            s.insert(
+                "type".into(),
+                config
+                    .get("SELINUXTYPE")
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".into())
+                    .into(),
+            );
         }
     }
     af.insert("selinux".into(), Value::Object(s));
@@ -1978,7 +2430,9 @@ fn lsb_facts(raw: &Raw, lsb_output: Option<&[(String, String)]>) -> Value {
     }
     if m.is_empty() {
         for line in raw.lines("/etc/lsb-release") {
-            let Some((_, value)) = line.split_once('=') else { continue };
+            let Some((_, value)) = line.split_once('=') else {
+                continue;
+            };
             let key = if line.contains("DISTRIB_ID") {
                 "id"
             } else if line.contains("DISTRIB_RELEASE") {
@@ -1994,7 +2448,10 @@ fn lsb_facts(raw: &Raw, lsb_output: Option<&[(String, String)]>) -> Value {
         }
     }
     if let Some(r) = m.get("release").cloned() {
-        m.insert("major_release", r.split('.').next().unwrap_or("").to_string());
+        m.insert(
+            "major_release",
+            r.split('.').next().unwrap_or("").to_string(),
+        );
     }
     let mut out = Map::new();
     for (k, v) in m {
@@ -2017,7 +2474,8 @@ fn dns_facts(raw: &Raw) -> Value {
                 for ns in &t[1..] {
                     push(&mut dns, "nameservers", (*ns).into());
                 }
-                dns.entry("nameservers").or_insert_with(|| Value::Array(vec![]));
+                dns.entry("nameservers")
+                    .or_insert_with(|| Value::Array(vec![]));
             }
             "domain" if t.len() > 1 => {
                 dns.insert("domain".into(), t[1].into());
@@ -2131,7 +2589,10 @@ fn normalize_arch(machine: &str) -> String {
 
 fn kk_os(plat: &Platform, release: &IndexMap<String, String>) -> Value {
     let get = |k: &str| release.get(k).cloned().unwrap_or_default();
-    let rel: Map<String, Value> = release.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))).collect();
+    let rel: Map<String, Value> = release
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+        .collect();
     json!({
         "type": plat.system,
         "id": get("ID"),
@@ -2147,10 +2608,20 @@ fn kk_os(plat: &Platform, release: &IndexMap<String, String>) -> Value {
 
 fn kk_cpu(raw: &Raw, af: &BTreeMap<String, Value>) -> Value {
     let lines = raw.lines("/proc/cpuinfo");
-    let count = lines.iter().filter(|l| l.split_once(':').is_some_and(|(k, _)| k.trim() == "processor")).count();
+    let count = lines
+        .iter()
+        .filter(|l| {
+            l.split_once(':')
+                .is_some_and(|(k, _)| k.trim() == "processor")
+        })
+        .count();
     let model = lines.iter().find_map(|l| {
         let (k, v) = l.split_once(':')?;
-        matches!(k.trim(), "model name" | "Processor" | "cpu model" | "Model Name").then(|| v.trim().to_string())
+        matches!(
+            k.trim(),
+            "model name" | "Processor" | "cpu model" | "Model Name"
+        )
+        .then(|| v.trim().to_string())
     });
     let mut m = Map::new();
     if count > 0 {
@@ -2158,8 +2629,15 @@ fn kk_cpu(raw: &Raw, af: &BTreeMap<String, Value>) -> Value {
     } else if let Some(v) = af.get("processor_vcpus") {
         m.insert("count".into(), v.clone());
     }
-    m.insert("model".into(), model.map(Value::from).unwrap_or(Value::Null));
-    for (k, fact) in [("sockets", "processor_count"), ("cores_per_socket", "processor_cores"), ("threads_per_core", "processor_threads_per_core")] {
+    m.insert(
+        "model".into(),
+        model.map(Value::from).unwrap_or(Value::Null),
+    );
+    for (k, fact) in [
+        ("sockets", "processor_count"),
+        ("cores_per_socket", "processor_cores"),
+        ("threads_per_core", "processor_threads_per_core"),
+    ] {
         if let Some(v) = af.get(fact) {
             m.insert(k.into(), v.clone());
         }
@@ -2174,8 +2652,14 @@ fn kk_disks(raw: &Raw) -> Value {
         let sectors = get("size").as_deref().and_then(py_int).unwrap_or(0);
         let mut d = Map::new();
         d.insert("size_bytes".into(), (sectors * 512).into());
-        d.insert("rotational".into(), (get("queue/rotational").as_deref() == Some("1")).into());
-        d.insert("removable".into(), (get("removable").as_deref() == Some("1")).into());
+        d.insert(
+            "rotational".into(),
+            (get("queue/rotational").as_deref() == Some("1")).into(),
+        );
+        d.insert(
+            "removable".into(),
+            (get("removable").as_deref() == Some("1")).into(),
+        );
         if let Some(m) = get("device/model") {
             d.insert("model".into(), m.into());
         }
@@ -2194,7 +2678,11 @@ fn kk_init(raw: &Raw) -> String {
 }
 
 fn kk_kernel_modules(raw: &Raw) -> Value {
-    let mods: BTreeSet<&str> = raw.lines("/proc/modules").iter().filter_map(|l| l.split_whitespace().next()).collect();
+    let mods: BTreeSet<&str> = raw
+        .lines("/proc/modules")
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     mods.into_iter().map(Value::from).collect()
 }
 
@@ -2208,11 +2696,17 @@ mod tests {
     #[ignore]
     async fn dump_local_facts() {
         use crate::connect::{local::LocalConnection, Connection, ExecRequest};
-        let out = LocalConnection::new().exec(&ExecRequest::script(SCRIPT)).await.unwrap();
+        let out = LocalConnection::new()
+            .exec(&ExecRequest::script(SCRIPT))
+            .await
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         if let Ok(path) = std::env::var("KK_FACTS_RAW") {
             std::fs::write(path, text.as_bytes()).unwrap();
         }
-        println!("{}", serde_json::to_string_pretty(&Value::Object(parse(&text))).unwrap());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Value::Object(parse(&text))).unwrap()
+        );
     }
 }

@@ -203,7 +203,10 @@ impl VarView {
         } else {
             to_mj(&raw)
         };
-        self.cache.lock().unwrap().insert(key.to_string(), value.clone());
+        self.cache
+            .lock()
+            .unwrap()
+            .insert(key.to_string(), value.clone());
         Some(value)
     }
 }
@@ -271,12 +274,20 @@ impl Object for HostVars {
         }
         let view = (self.resolve)(name)?;
         let v = view.context();
-        self.cache.lock().unwrap().insert(name.to_string(), v.clone());
+        self.cache
+            .lock()
+            .unwrap()
+            .insert(name.to_string(), v.clone());
         Some(v)
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        Enumerator::Values(self.names.iter().map(|n| minijinja::Value::from(n.as_str())).collect())
+        Enumerator::Values(
+            self.names
+                .iter()
+                .map(|n| minijinja::Value::from(n.as_str()))
+                .collect(),
+        )
     }
 }
 
@@ -295,7 +306,10 @@ mod tests {
             layer(json!({"k": {"a": 1, "b": {"x": 1}}, "s": "low", "l": [1]})),
             layer(json!({"k": {"b": {"y": 2}}, "s": "high", "l": [2]})),
         ]);
-        assert_eq!(layers.raw("k").unwrap(), json!({"a": 1, "b": {"x": 1, "y": 2}}));
+        assert_eq!(
+            layers.raw("k").unwrap(),
+            json!({"a": 1, "b": {"x": 1, "y": 2}})
+        );
         assert_eq!(layers.raw("s").unwrap(), json!("high"));
         assert_eq!(layers.raw("l").unwrap(), json!([2]));
         assert!(layers.raw("missing").is_none());
@@ -303,16 +317,24 @@ mod tests {
 
     #[test]
     fn scalar_above_map_replaces() {
-        let layers = Layers(vec![layer(json!({"k": {"a": 1}})), layer(json!({"k": "flat"}))]);
+        let layers = Layers(vec![
+            layer(json!({"k": {"a": 1}})),
+            layer(json!({"k": "flat"})),
+        ]);
         assert_eq!(layers.raw("k").unwrap(), json!("flat"));
-        let layers = Layers(vec![layer(json!({"k": "flat"})), layer(json!({"k": {"a": 1}}))]);
+        let layers = Layers(vec![
+            layer(json!({"k": "flat"})),
+            layer(json!({"k": {"a": 1}})),
+        ]);
         assert_eq!(layers.raw("k").unwrap(), json!({"a": 1}));
     }
 
     #[test]
     fn lazy_templates_and_cycles() {
         let t = Arc::new(Templar::new());
-        let layers = Layers(vec![layer(json!({"a": "{{ b }}-x", "b": "{{ c | default('d') }}", "p": "{{ q }}", "q": "{{ p }}"}))]);
+        let layers = Layers(vec![layer(
+            json!({"a": "{{ b }}-x", "b": "{{ c | default('d') }}", "p": "{{ q }}", "q": "{{ p }}"}),
+        )]);
         let view = VarView::new(layers, Magic::default(), t.clone());
         let ctx = view.context();
         assert_eq!(t.render_str("{{ a }}", &ctx).unwrap(), json!("d-x"));

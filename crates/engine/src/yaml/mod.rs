@@ -86,7 +86,10 @@ impl Node {
 
     /// An error at this node: "expected X, found Y".
     pub fn expected(&self, what: &str) -> Error {
-        Error::syntax(format!("expected {}, found {}", what, self.type_name()), &self.span)
+        Error::syntax(
+            format!("expected {}, found {}", what, self.type_name()),
+            &self.span,
+        )
     }
 
     /// The node as plain data (positions dropped).
@@ -95,7 +98,9 @@ impl Node {
             Yaml::Null => Value::Null,
             Yaml::Bool(b) => Value::Bool(*b),
             Yaml::Int(i) => Value::Number((*i).into()),
-            Yaml::Float(f) => Number::from_f64(*f).map(Value::Number).unwrap_or(Value::Null),
+            Yaml::Float(f) => Number::from_f64(*f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null),
             Yaml::Str(s) => Value::String(s.clone()),
             Yaml::Seq(items) => Value::Array(items.iter().map(Node::to_value).collect()),
             Yaml::Map(entries) => {
@@ -148,7 +153,11 @@ pub fn parse(file: Arc<SourceFile>) -> Result<Node> {
     match docs.len() {
         0 => Ok(Node {
             value: Yaml::Null,
-            span: Span { file, line: 1, col: 1 },
+            span: Span {
+                file,
+                line: 1,
+                col: 1,
+            },
         }),
         1 => Ok(docs.into_iter().next().unwrap()),
         _ => Err(Error::syntax(
@@ -202,7 +211,9 @@ impl Builder {
             Some(Frame::Map(entries, pending, merged, start, _)) => match pending.take() {
                 None => {
                     // Block mappings report their start after the first key; the key is the true start.
-                    if entries.is_empty() && (node.span.line, node.span.col) < (start.line, start.col) {
+                    if entries.is_empty()
+                        && (node.span.line, node.span.col) < (start.line, start.col)
+                    {
                         *start = node.span.clone();
                     }
                     *pending = Some(node)
@@ -215,11 +226,13 @@ impl Builder {
                         Yaml::Float(f) => f.to_string(),
                         Yaml::Null => "null".to_string(),
                         _ => {
-                            self.error.get_or_insert(Error::new(
-                                ErrorKind::Yaml,
-                                "a mapping key must be a scalar, not a list or mapping",
-                            )
-                            .at(&key.span));
+                            self.error.get_or_insert(
+                                Error::new(
+                                    ErrorKind::Yaml,
+                                    "a mapping key must be a scalar, not a list or mapping",
+                                )
+                                .at(&key.span),
+                            );
                             return;
                         }
                     };
@@ -270,16 +283,29 @@ impl MarkedEventReceiver for Builder {
             }
             Event::MappingStart(anchor, _) => {
                 let span = self.span(mark);
-                self.stack.push(Frame::Map(Vec::new(), None, Vec::new(), span, anchor));
+                self.stack
+                    .push(Frame::Map(Vec::new(), None, Vec::new(), span, anchor));
             }
             Event::SequenceEnd => {
                 if let Some(Frame::Seq(items, span, anchor)) = self.stack.pop() {
-                    self.push_node(Node { value: Yaml::Seq(items), span }, anchor);
+                    self.push_node(
+                        Node {
+                            value: Yaml::Seq(items),
+                            span,
+                        },
+                        anchor,
+                    );
                 }
             }
             Event::MappingEnd => {
                 if let Some(Frame::Map(entries, _, _, span, anchor)) = self.stack.pop() {
-                    self.push_node(Node { value: Yaml::Map(entries), span }, anchor);
+                    self.push_node(
+                        Node {
+                            value: Yaml::Map(entries),
+                            span,
+                        },
+                        anchor,
+                    );
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
@@ -288,7 +314,12 @@ impl MarkedEventReceiver for Builder {
                 self.push_node(Node { value, span }, anchor);
             }
             Event::Alias(id) => {
-                let found = self.anchors.iter().rev().find(|(a, _)| *a == id).map(|(_, n)| n.clone());
+                let found = self
+                    .anchors
+                    .iter()
+                    .rev()
+                    .find(|(a, _)| *a == id)
+                    .map(|(_, n)| n.clone());
                 match found {
                     Some(mut node) => {
                         node.span = self.span(mark);
@@ -296,7 +327,9 @@ impl MarkedEventReceiver for Builder {
                     }
                     None => {
                         let span = self.span(mark);
-                        self.error = Some(Error::new(ErrorKind::Yaml, "alias to an unknown anchor").at(&span));
+                        self.error = Some(
+                            Error::new(ErrorKind::Yaml, "alias to an unknown anchor").at(&span),
+                        );
                     }
                 }
             }
@@ -309,12 +342,22 @@ impl MarkedEventReceiver for Builder {
 fn resolve_scalar(text: String, style: TScalarStyle, tag: Option<&Tag>) -> Yaml {
     if let Some(tag) = tag {
         match (tag.handle.as_str(), tag.suffix.as_str()) {
-            ("!!", "str") | ("tag:yaml.org,2002:", "str") | ("!", "unsafe") => return Yaml::Str(text),
+            ("!!", "str") | ("tag:yaml.org,2002:", "str") | ("!", "unsafe") => {
+                return Yaml::Str(text)
+            }
             ("!!", "int") => {
-                return text.trim().parse().map(Yaml::Int).unwrap_or(Yaml::Str(text));
+                return text
+                    .trim()
+                    .parse()
+                    .map(Yaml::Int)
+                    .unwrap_or(Yaml::Str(text));
             }
             ("!!", "float") => {
-                return text.trim().parse().map(Yaml::Float).unwrap_or(Yaml::Str(text));
+                return text
+                    .trim()
+                    .parse()
+                    .map(Yaml::Float)
+                    .unwrap_or(Yaml::Str(text));
             }
             ("!!", "bool") => return resolve_plain(text),
             _ => {}
@@ -329,9 +372,15 @@ fn resolve_scalar(text: String, style: TScalarStyle, tag: Option<&Tag>) -> Yaml 
 fn resolve_plain(text: String) -> Yaml {
     match text.as_str() {
         "" | "~" | "null" | "Null" | "NULL" => return Yaml::Null,
-        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => return Yaml::Bool(true),
-        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => return Yaml::Bool(false),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Yaml::Float(f64::INFINITY),
+        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            return Yaml::Bool(true)
+        }
+        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            return Yaml::Bool(false)
+        }
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Yaml::Float(f64::INFINITY)
+        }
         "-.inf" | "-.Inf" | "-.INF" => return Yaml::Float(f64::NEG_INFINITY),
         _ => {}
     }
@@ -392,10 +441,13 @@ fn is_yaml11_float(text: &str) -> bool {
             return false;
         }
     }
-    let Some(dot) = mantissa.find('.') else { return false };
+    let Some(dot) = mantissa.find('.') else {
+        return false;
+    };
     let (int_part, frac) = (&mantissa[..dot], &mantissa[dot + 1..]);
     let int_ok = int_part.is_empty()
-        || (int_part.as_bytes()[0].is_ascii_digit() && int_part.bytes().all(|b| b.is_ascii_digit() || b == b'_'));
+        || (int_part.as_bytes()[0].is_ascii_digit()
+            && int_part.bytes().all(|b| b.is_ascii_digit() || b == b'_'));
     let frac_ok = frac.bytes().all(|b| b.is_ascii_digit() || b == b'_');
     int_ok && frac_ok && !(int_part.is_empty() && frac.is_empty())
 }
@@ -410,9 +462,14 @@ mod tests {
 
     #[test]
     fn yaml11_scalars() {
-        assert_eq!(v("a: yes\nb: off\nc: 0755\nd: 1.28\ne: 1e3\nf: '0755'\ng: ~\nh: 0x1f\ni: -12"),
-            serde_json::json!({"a": true, "b": false, "c": 493, "d": 1.28, "e": "1e3", "f": "0755", "g": null, "h": 31, "i": -12}));
-        assert_eq!(v("a: v1.28.0\nb: 1.2.3\nc: .5\nd: 08"), serde_json::json!({"a": "v1.28.0", "b": "1.2.3", "c": 0.5, "d": "08"}));
+        assert_eq!(
+            v("a: yes\nb: off\nc: 0755\nd: 1.28\ne: 1e3\nf: '0755'\ng: ~\nh: 0x1f\ni: -12"),
+            serde_json::json!({"a": true, "b": false, "c": 493, "d": 1.28, "e": "1e3", "f": "0755", "g": null, "h": 31, "i": -12})
+        );
+        assert_eq!(
+            v("a: v1.28.0\nb: 1.2.3\nc: .5\nd: 08"),
+            serde_json::json!({"a": "v1.28.0", "b": "1.2.3", "c": 0.5, "d": "08"})
+        );
     }
 
     #[test]
@@ -420,7 +477,9 @@ mod tests {
         let n = parse_str("t.yaml", "- hosts: all\n  tasks:\n    - debug: {msg: hi}\n").unwrap();
         let Yaml::Seq(plays) = &n.value else { panic!() };
         let tasks = plays[0].get("tasks").unwrap();
-        let Yaml::Seq(tasks) = &tasks.value else { panic!() };
+        let Yaml::Seq(tasks) = &tasks.value else {
+            panic!()
+        };
         assert_eq!((tasks[0].span.line, tasks[0].span.col), (3, 7));
         let dbg = tasks[0].get("debug").unwrap();
         assert_eq!((dbg.span.line, dbg.span.col), (3, 14));
@@ -428,8 +487,10 @@ mod tests {
 
     #[test]
     fn anchors_and_merge_keys() {
-        assert_eq!(v("a: &x {k: 1, j: 2}\nb:\n  <<: *x\n  j: 3\n"),
-            serde_json::json!({"a": {"k": 1, "j": 2}, "b": {"k": 1, "j": 3}}));
+        assert_eq!(
+            v("a: &x {k: 1, j: 2}\nb:\n  <<: *x\n  j: 3\n"),
+            serde_json::json!({"a": {"k": 1, "j": 2}, "b": {"k": 1, "j": 3}})
+        );
     }
 
     #[test]
