@@ -31,7 +31,7 @@ enum Command {
         /// The playbook file.
         playbook: PathBuf,
         #[command(flatten)]
-        common: Common,
+        common: Box<Common>,
     },
     /// Print the version.
     Version,
@@ -148,7 +148,7 @@ fn build_options(playbook: PathBuf, c: &Common) -> Result<(RunOptions, PathBuf),
     ))
 }
 
-async fn run(playbook: PathBuf, common: Common) -> Result<i32, Error> {
+async fn run(playbook: PathBuf, common: Box<Common>) -> Result<i32, Error> {
     let (opts, workdir) = build_options(playbook, &common)?;
     let format = match common.output {
         OutputFormat::Text => Format::Text,
