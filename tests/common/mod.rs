@@ -103,8 +103,8 @@ impl Run {
     pub fn result(&self, task: &str, host: &str) -> Value {
         self.events()
             .into_iter()
-            .filter(|e| e["event"] == "host_result" && e["task"] == task && e["host"] == host)
-            .last()
+            .rev()
+            .find(|e| e["event"] == "host_result" && e["task"] == task && e["host"] == host)
             .unwrap_or_else(|| {
                 panic!(
                     "no result for task {:?} on {}\n{}",
