@@ -38,7 +38,11 @@ pub struct Setup;
 #[async_trait]
 impl Module for Setup {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: SetupArgs = parse_args("setup", raw, &["gather_subset", "gather_timeout", "filter", "fact_path"])?;
+        let a: SetupArgs = parse_args(
+            "setup",
+            raw,
+            &["gather_subset", "gather_timeout", "filter", "fact_path"],
+        )?;
         let _ = (&a.gather_subset, &a.fact_path);
         let out = ctx
             .conn
@@ -47,7 +51,11 @@ impl Module for Setup {
                 stdin: None,
                 env: ctx.env.clone(),
                 become_: ctx.become_.clone(),
-                timeout: a.gather_timeout.filter(|t| *t > 0).map(|t| Duration::from_secs(t as u64)).or(ctx.timeout),
+                timeout: a
+                    .gather_timeout
+                    .filter(|t| *t > 0)
+                    .map(|t| Duration::from_secs(t as u64))
+                    .or(ctx.timeout),
             })
             .await?;
         let text = String::from_utf8_lossy(&out.stdout);
@@ -98,7 +106,11 @@ fn fnmatch(pattern: &str, name: &str) -> bool {
         match chars[i] {
             '*' => re.push_str(".*"),
             '?' => re.push('.'),
-            '[' => match chars[i + 1..].iter().position(|c| *c == ']').map(|p| p + i + 1) {
+            '[' => match chars[i + 1..]
+                .iter()
+                .position(|c| *c == ']')
+                .map(|p| p + i + 1)
+            {
                 Some(end) if end > i + 1 => {
                     let mut class: String = chars[i + 1..end].iter().collect();
                     if let Some(rest) = class.strip_prefix('!') {
@@ -116,7 +128,9 @@ fn fnmatch(pattern: &str, name: &str) -> bool {
         i += 1;
     }
     re.push('$');
-    regex::Regex::new(&re).map(|r| r.is_match(name)).unwrap_or(false)
+    regex::Regex::new(&re)
+        .map(|r| r.is_match(name))
+        .unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -128,7 +142,10 @@ mod tests {
     fn fnmatch_like_python() {
         assert!(fnmatch("ansible_eth*", "ansible_eth0"));
         assert!(fnmatch("ansible_distribution", "ansible_distribution"));
-        assert!(!fnmatch("ansible_distribution", "ansible_distribution_version"));
+        assert!(!fnmatch(
+            "ansible_distribution",
+            "ansible_distribution_version"
+        ));
         assert!(fnmatch("ansible_eth[0-9]", "ansible_eth1"));
         assert!(!fnmatch("ansible_eth[!0-9]", "ansible_eth1"));
         assert!(fnmatch("a?c", "abc"));
@@ -145,7 +162,9 @@ mod tests {
             "ansible_distribution_version": "12.11",
             "ansible_kernel": "6.1",
         });
-        let Value::Object(all) = all else { unreachable!() };
+        let Value::Object(all) = all else {
+            unreachable!()
+        };
         let f = apply_filter(all, &["ansible_distribution*".to_string()]);
         assert_eq!(
             Value::Object(f),

@@ -119,7 +119,10 @@ pub fn parse(output: &str) -> VarMap {
     );
     af.insert("lsb".into(), lsb_facts(&raw, lsb_output.as_deref()));
     af.insert("dns".into(), dns_facts(&raw));
-    af.insert("fips".into(), (raw.content("/proc/sys/crypto/fips_enabled").as_deref() == Some("1")).into());
+    af.insert(
+        "fips".into(),
+        (raw.content("/proc/sys/crypto/fips_enabled").as_deref() == Some("1")).into(),
+    );
     if let Some(c) = raw.content("/proc/cmdline") {
         let (cmdline, proc_cmdline) = cmdline_facts(&c);
         af.insert("cmdline".into(), cmdline);
@@ -193,7 +196,9 @@ impl<'a> Raw<'a> {
             }
             match current {
                 Some("files") => {
-                    let Some((path, rest)) = line.split_once(':') else { continue };
+                    let Some((path, rest)) = line.split_once(':') else {
+                        continue;
+                    };
                     if last_path != Some(path) {
                         skipping = files.contains_key(path);
                         last_path = Some(path);
@@ -280,14 +285,27 @@ fn py_int(s: &str) -> Option<i64> {
 /// First capture group of a regex search, like Python's `re.search(p, s).group(1)`.
 fn cap1(pattern: &str, text: &str) -> Option<String> {
     let re = Regex::new(pattern).ok()?;
-    re.captures(text).and_then(|c| c.get(1)).map(|m| m.as_str().to_string())
+    re.captures(text)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_string())
+}
+
+/// Capture group `n` of a regex search.
+fn cap_n(pattern: &str, text: &str, n: usize) -> Option<String> {
+    let re = Regex::new(pattern).ok()?;
+    re.captures(text)
+        .and_then(|c| c.get(n))
+        .map(|m| m.as_str().to_string())
 }
 
 /// Python's `str.capitalize()`.
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
-        Some(f) => f.to_uppercase().chain(c.flat_map(|ch| ch.to_lowercase())).collect(),
+        Some(f) => f
+            .to_uppercase()
+            .chain(c.flat_map(|ch| ch.to_lowercase()))
+            .collect(),
         None => String::new(),
     }
 }
@@ -327,7 +345,11 @@ impl Platform {
         };
         let system = get(0);
         Platform {
-            system: if system.is_empty() { "Linux".into() } else { system },
+            system: if system.is_empty() {
+                "Linux".into()
+            } else {
+                system
+            },
             nodename: get(1),
             kernel: get(2),
             kernel_version: raw.content("/proc/sys/kernel/version").unwrap_or(middle),
@@ -343,11 +365,19 @@ fn platform_facts(raw: &Raw, p: &Platform, af: &mut BTreeMap<String, Value>) {
     af.insert("machine".into(), p.machine.clone().into());
     af.insert("architecture".into(), p.machine.clone().into());
     af.insert("nodename".into(), p.nodename.clone().into());
-    af.insert("hostname".into(), p.nodename.split('.').next().unwrap_or("").into());
+    af.insert(
+        "hostname".into(),
+        p.nodename.split('.').next().unwrap_or("").into(),
+    );
     let fqdn = fqdn(raw, &p.nodename);
-    af.insert("domain".into(), fqdn.split('.').skip(1).collect::<Vec<_>>().join(".").into());
+    af.insert(
+        "domain".into(),
+        fqdn.split('.').skip(1).collect::<Vec<_>>().join(".").into(),
+    );
     af.insert("fqdn".into(), fqdn.into());
-    let machine_id = raw.content("/var/lib/dbus/machine-id").or_else(|| raw.content("/etc/machine-id"));
+    let machine_id = raw
+        .content("/var/lib/dbus/machine-id")
+        .or_else(|| raw.content("/etc/machine-id"));
     if let Some(id) = machine_id.as_deref().and_then(|m| m.lines().next()) {
         af.insert("machine_id".into(), id.into());
     }
@@ -366,7 +396,11 @@ fn fqdn(raw: &Raw, nodename: &str) -> String {
         }
         let names: Vec<&str> = line.split_whitespace().skip(1).collect();
         if let Some(first) = names.first() {
-            return names.iter().find(|n| n.contains('.')).unwrap_or(first).to_string();
+            return names
+                .iter()
+                .find(|n| n.contains('.'))
+                .unwrap_or(first)
+                .to_string();
         }
     }
     nodename.to_string()
@@ -479,7 +513,11 @@ fn lsb_release_output(raw: &Raw, os: &IndexMap<String, String>) -> Option<Vec<(S
     if !raw.has_cmd("lsb_release") {
         return None;
     }
-    let na = |v: Option<&String>| v.filter(|s| !s.is_empty()).cloned().unwrap_or_else(|| "n/a".into());
+    let na = |v: Option<&String>| {
+        v.filter(|s| !s.is_empty())
+            .cloned()
+            .unwrap_or_else(|| "n/a".into())
+    };
     let file = os_release_pairs(&raw.text("/etc/lsb-release").unwrap_or_default());
     if file.contains_key("DISTRIB_ID") {
         return Some(vec![
@@ -530,8 +568,15 @@ const DISTRO_RELEASE_IGNORE: &[&str] = &[
 ];
 
 impl Distro {
-    fn new(raw: &Raw, os_pairs: &IndexMap<String, String>, lsb_out: Option<&[(String, String)]>) -> Distro {
-        let mut os: HashMap<String, String> = os_pairs.iter().map(|(k, v)| (k.to_lowercase(), v.clone())).collect();
+    fn new(
+        raw: &Raw,
+        os_pairs: &IndexMap<String, String>,
+        lsb_out: Option<&[(String, String)]>,
+    ) -> Distro {
+        let mut os: HashMap<String, String> = os_pairs
+            .iter()
+            .map(|(k, v)| (k.to_lowercase(), v.clone()))
+            .collect();
         if let Some(v) = os.get("version").cloned() {
             if let Ok(re) = Regex::new(r"\((\D+)\)|,\s*(\D+)") {
                 if let Some(c) = re.captures(&v) {
@@ -556,7 +601,11 @@ impl Distro {
             os,
             lsb,
             rel: distro_release_info(raw),
-            debian_version: raw.lines("/etc/debian_version").first().map(|l| l.trim_end().to_string()).unwrap_or_default(),
+            debian_version: raw
+                .lines("/etc/debian_version")
+                .first()
+                .map(|l| l.trim_end().to_string())
+                .unwrap_or_default(),
         }
     }
 
@@ -575,10 +624,17 @@ impl Distro {
     fn id(&self) -> String {
         fn norm(id: &str, table: &[(&str, &str)]) -> String {
             let id = id.to_lowercase().replace(' ', "_");
-            table.iter().find(|(k, _)| *k == id).map(|(_, v)| v.to_string()).unwrap_or(id)
+            table
+                .iter()
+                .find(|(k, _)| *k == id)
+                .map(|(_, v)| v.to_string())
+                .unwrap_or(id)
         }
         if !self.os("id").is_empty() {
-            return norm(self.os("id"), &[("ol", "oracle"), ("opensuse-leap", "opensuse")]);
+            return norm(
+                self.os("id"),
+                &[("ol", "oracle"), ("opensuse-leap", "opensuse")],
+            );
         }
         if !self.lsb("distributor_id").is_empty() {
             return norm(
@@ -603,7 +659,12 @@ impl Distro {
     }
 
     fn version(&self, best: bool) -> String {
-        let from_line = |l: &str| parse_distro_release_content(l).get("version_id").cloned().unwrap_or_default();
+        let from_line = |l: &str| {
+            parse_distro_release_content(l)
+                .get("version_id")
+                .cloned()
+                .unwrap_or_default()
+        };
         let mut versions = vec![
             self.os("version_id").to_string(),
             self.lsb("release").to_string(),
@@ -652,7 +713,12 @@ impl Distro {
     fn distribution_version(&self) -> String {
         let id = self.id();
         match id.as_str() {
-            "centos" => self.version(true).split('.').take(2).collect::<Vec<_>>().join("."),
+            "centos" => self
+                .version(true)
+                .split('.')
+                .take(2)
+                .collect::<Vec<_>>()
+                .join("."),
             "debian" => self.version(true),
             _ => self.version(false),
         }
@@ -660,7 +726,11 @@ impl Distro {
 
     /// `sys_info.get_distribution_codename()`.
     fn distribution_codename(&self) -> Option<String> {
-        if let Some(c) = self.os.get("version_codename").or_else(|| self.os.get("ubuntu_codename")) {
+        if let Some(c) = self
+            .os
+            .get("version_codename")
+            .or_else(|| self.os.get("ubuntu_codename"))
+        {
             return Some(c.clone());
         }
         if self.id() == "ubuntu" {
@@ -675,7 +745,9 @@ impl Distro {
 /// `distro`'s distro release file: the first `/etc/<id>[-_](release|version)` whose first
 /// line parses, in sorted order.
 fn distro_release_info(raw: &Raw) -> HashMap<String, String> {
-    let Ok(re) = Regex::new(r"^(\w+)[-_](release|version)$") else { return HashMap::new() };
+    let Ok(re) = Regex::new(r"^(\w+)[-_](release|version)$") else {
+        return HashMap::new();
+    };
     let mut names: Vec<&str> = raw
         .files
         .keys()
@@ -685,7 +757,9 @@ fn distro_release_info(raw: &Raw) -> HashMap<String, String> {
     names.sort();
     for b in names {
         let Some(m) = re.captures(b) else { continue };
-        let Some(first) = raw.lines(&format!("/etc/{b}")).first().copied() else { continue };
+        let Some(first) = raw.lines(&format!("/etc/{b}")).first().copied() else {
+            continue;
+        };
         let mut info = parse_distro_release_content(first);
         if first.trim().is_empty() {
             info.insert("name".into(), String::new());
@@ -694,7 +768,10 @@ fn distro_release_info(raw: &Raw) -> HashMap<String, String> {
             continue;
         }
         info.insert("id".into(), m[1].to_string());
-        if info.get("name").is_some_and(|n| n.to_lowercase().contains("cloudlinux")) {
+        if info
+            .get("name")
+            .is_some_and(|n| n.to_lowercase().contains("cloudlinux"))
+        {
             info.insert("id".into(), "cloudlinux".into());
         }
         return info;
@@ -708,14 +785,26 @@ fn parse_distro_release_content(line: &str) -> HashMap<String, String> {
     let rev: String = line.trim().chars().rev().collect();
     let re = Regex::new(r"^(?:[^)]*\)(.*)\()? *(?:STL )?([\d.+\-a-z]*\d) *(?:esaeler *)?(.+)");
     let rev_str = |s: &str| s.chars().rev().collect::<String>();
-    if let Some(c) = re.ok().and_then(|re| re.captures(&rev).map(|c| c.iter().map(|m| m.map(|m| m.as_str().to_string())).collect::<Vec<_>>())) {
+    if let Some(c) = re.ok().and_then(|re| {
+        re.captures(&rev).map(|c| {
+            c.iter()
+                .map(|m| m.map(|m| m.as_str().to_string()))
+                .collect::<Vec<_>>()
+        })
+    }) {
         if let Some(Some(n)) = c.get(3) {
             info.insert("name".into(), rev_str(n));
         }
-        if let Some(Some(v)) = c.get(2).filter(|v| v.as_ref().is_some_and(|s| !s.is_empty())) {
+        if let Some(Some(v)) = c
+            .get(2)
+            .filter(|v| v.as_ref().is_some_and(|s| !s.is_empty()))
+        {
             info.insert("version_id".into(), rev_str(v));
         }
-        if let Some(Some(cn)) = c.get(1).filter(|v| v.as_ref().is_some_and(|s| !s.is_empty())) {
+        if let Some(Some(cn)) = c
+            .get(1)
+            .filter(|v| v.as_ref().is_some_and(|s| !s.is_empty()))
+        {
             info.insert("codename".into(), rev_str(cn));
         }
     } else if !line.is_empty() {
@@ -758,29 +847,77 @@ const OS_FAMILY_MAP: &[(&str, &[&str])] = &[
     (
         "RedHat",
         &[
-            "RedHat", "RHEL", "Fedora", "CentOS", "Scientific", "SLC", "Ascendos", "CloudLinux", "PSBM",
-            "OracleLinux", "OVS", "OEL", "Amazon", "Amzn", "Virtuozzo", "XenServer", "Alibaba", "EulerOS",
-            "openEuler", "AlmaLinux", "Rocky", "TencentOS", "EuroLinux", "Kylin Linux Advanced Server", "MIRACLE",
+            "RedHat",
+            "RHEL",
+            "Fedora",
+            "CentOS",
+            "Scientific",
+            "SLC",
+            "Ascendos",
+            "CloudLinux",
+            "PSBM",
+            "OracleLinux",
+            "OVS",
+            "OEL",
+            "Amazon",
+            "Amzn",
+            "Virtuozzo",
+            "XenServer",
+            "Alibaba",
+            "EulerOS",
+            "openEuler",
+            "AlmaLinux",
+            "Rocky",
+            "TencentOS",
+            "EuroLinux",
+            "Kylin Linux Advanced Server",
+            "MIRACLE",
         ],
     ),
     (
         "Debian",
         &[
-            "Debian", "Ubuntu", "Raspbian", "Neon", "KDE neon", "Linux Mint", "SteamOS", "Devuan", "Kali",
-            "Cumulus Linux", "Pop!_OS", "Parrot", "Pardus GNU/Linux", "Uos", "Deepin", "OSMC",
+            "Debian",
+            "Ubuntu",
+            "Raspbian",
+            "Neon",
+            "KDE neon",
+            "Linux Mint",
+            "SteamOS",
+            "Devuan",
+            "Kali",
+            "Cumulus Linux",
+            "Pop!_OS",
+            "Parrot",
+            "Pardus GNU/Linux",
+            "Uos",
+            "Deepin",
+            "OSMC",
             "Linux Mint Debian Edition",
         ],
     ),
     (
         "Suse",
         &[
-            "SuSE", "SLES", "SLED", "openSUSE", "openSUSE Tumbleweed", "SLES_SAP", "SUSE_LINUX", "openSUSE Leap",
-            "ALP-Dolomite", "SL-Micro", "openSUSE MicroOS",
+            "SuSE",
+            "SLES",
+            "SLED",
+            "openSUSE",
+            "openSUSE Tumbleweed",
+            "SLES_SAP",
+            "SUSE_LINUX",
+            "openSUSE Leap",
+            "ALP-Dolomite",
+            "SL-Micro",
+            "openSUSE MicroOS",
         ],
     ),
     ("Archlinux", &["Archlinux", "Antergos", "Manjaro"]),
     ("Mandrake", &["Mandrake", "Mandriva"]),
-    ("Solaris", &["Solaris", "Nexenta", "OmniOS", "OpenIndiana", "SmartOS"]),
+    (
+        "Solaris",
+        &["Solaris", "Nexenta", "OmniOS", "OpenIndiana", "SmartOS"],
+    ),
     ("Slackware", &["Slackware"]),
     ("Altlinux", &["Altlinux"]),
     ("SMGL", &["SMGL"]),
@@ -799,29 +936,51 @@ fn os_family(distribution: &str) -> String {
 
 type Facts = Map<String, Value>;
 
-fn distribution_facts(raw: &Raw, plat: &Platform, distro: &Distro, af: &mut BTreeMap<String, Value>) {
+fn distribution_facts(
+    raw: &Raw,
+    plat: &Platform,
+    distro: &Distro,
+    af: &mut BTreeMap<String, Value>,
+) {
     // Baseline from `platform`, then the distribution files.
     let mut facts = Facts::new();
     facts.insert("distribution".into(), plat.system.clone().into());
     facts.insert("distribution_release".into(), plat.kernel.clone().into());
-    facts.insert("distribution_version".into(), plat.kernel_version.clone().into());
+    facts.insert(
+        "distribution_version".into(),
+        plat.kernel_version.clone().into(),
+    );
     if plat.system == "Linux" {
         for (k, v) in process_dist_files(raw, distro) {
             facts.insert(k, v);
         }
     }
-    let dist = facts.get("distribution").and_then(Value::as_str).unwrap_or("").to_string();
+    let dist = facts
+        .get("distribution")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     facts.insert("os_family".into(), os_family(&dist).into());
     af.extend(facts);
 }
 
 fn process_dist_files(raw: &Raw, distro: &Distro) -> Facts {
     let mut facts = Facts::new();
-    let version = Some(distro.distribution_version()).filter(|v| !v.is_empty()).unwrap_or_else(|| "NA".into());
-    let major = Some(version.split('.').next().unwrap_or("").to_string()).filter(|v| !v.is_empty()).unwrap_or_else(|| "NA".into());
+    let version = Some(distro.distribution_version())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "NA".into());
+    let major = Some(version.split('.').next().unwrap_or("").to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "NA".into());
     facts.insert("distribution".into(), distro.distribution().into());
     facts.insert("distribution_version".into(), version.into());
-    facts.insert("distribution_release".into(), distro.distribution_codename().unwrap_or_else(|| "NA".into()).into());
+    facts.insert(
+        "distribution_release".into(),
+        distro
+            .distribution_codename()
+            .unwrap_or_else(|| "NA".into())
+            .into(),
+    );
     facts.insert("distribution_major_version".into(), major.into());
 
     for &(path, name, allow_empty) in OSDIST_LIST {
@@ -849,7 +1008,14 @@ fn process_dist_files(raw: &Raw, distro: &Distro) -> Facts {
     facts
 }
 
-fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &str, collected: &Facts) -> (bool, Facts) {
+fn parse_dist_file(
+    raw: &Raw,
+    distro: &Distro,
+    name: &str,
+    data: &str,
+    path: &str,
+    collected: &Facts,
+) -> (bool, Facts) {
     let data = strip_chars(data, "'\"\\");
     let mut f = Facts::new();
     let search = match name {
@@ -864,12 +1030,20 @@ fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &st
             f.insert("distribution".into(), name.into());
             f.insert("distribution_file_search_string".into(), s.into());
         } else {
-            let Some(first) = data.split_whitespace().next() else { return (false, f) };
+            let Some(first) = data.split_whitespace().next() else {
+                return (false, f);
+            };
             f.insert("distribution".into(), first.into());
         }
         return (true, f);
     }
-    let collected_str = |k: &str| collected.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let collected_str = |k: &str| {
+        collected
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     let set = |f: &mut Facts, k: &str, v: String| {
         f.insert(k.into(), v.into());
     };
@@ -886,7 +1060,10 @@ fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &st
                 return (false, f);
             }
             set(&mut f, "distribution", name.into());
-            if let Some(m) = Regex::new(r"\w+[.]\w+\+?").ok().and_then(|re| re.find(data).map(|m| m.as_str().to_string())) {
+            if let Some(m) = Regex::new(r"\w+[.]\w+\+?")
+                .ok()
+                .and_then(|re| re.find(data).map(|m| m.as_str().to_string()))
+            {
                 set(&mut f, "distribution_version", m);
             }
             (true, f)
@@ -909,7 +1086,10 @@ fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &st
                     set(&mut f, "distribution_minor_version", minor);
                 }
             } else {
-                let v = data.split_whitespace().find(|w| w.chars().all(|c| c.is_ascii_digit())).unwrap_or("NA");
+                let v = data
+                    .split_whitespace()
+                    .find(|w| w.chars().all(|c| c.is_ascii_digit()))
+                    .unwrap_or("NA");
                 set(&mut f, "distribution_version", v.into());
             }
             (true, f)
@@ -975,7 +1155,11 @@ fn parse_dist_file(raw: &Raw, distro: &Distro, name: &str, data: &str, path: &st
             }
             if let Some(v) = cap1("VERSION=(.*)", data) {
                 let v = v.trim_matches('"').to_string();
-                set(&mut f, "distribution_major_version", v.split('.').next().unwrap_or("").into());
+                set(
+                    &mut f,
+                    "distribution_major_version",
+                    v.split('.').next().unwrap_or("").into(),
+                );
                 set(&mut f, "distribution_version", v);
             }
             (true, f)
@@ -1026,7 +1210,10 @@ fn parse_suse(raw: &Raw, data: &str, path: &str, collected: &Facts) -> (bool, Fa
                 f.insert("distribution".into(), d.trim_matches('"').into());
             }
             if let Some(v) = cap1(r#"^VERSION_ID="?([0-9]+\.?[0-9]*)"?"#, line) {
-                f.insert("distribution_major_version".into(), v.split('.').next().unwrap_or("").into());
+                f.insert(
+                    "distribution_major_version".into(),
+                    v.split('.').next().unwrap_or("").into(),
+                );
                 f.insert("distribution_version".into(), v.into());
             }
             if lower.contains("open") {
@@ -1034,13 +1221,21 @@ fn parse_suse(raw: &Raw, data: &str, path: &str, collected: &Facts) -> (bool, Fa
                     f.insert("distribution_release".into(), r.into());
                 }
             } else if lower.contains("enterprise") && line.contains("VERSION_ID") {
-                let r = cap1(r#"^VERSION_ID="?[0-9]+\.?([0-9]*)"?"#, line).filter(|r| !r.is_empty());
-                f.insert("distribution_release".into(), r.unwrap_or_else(|| "0".into()).into());
+                let r =
+                    cap1(r#"^VERSION_ID="?[0-9]+\.?([0-9]*)"?"#, line).filter(|r| !r.is_empty());
+                f.insert(
+                    "distribution_release".into(),
+                    r.unwrap_or_else(|| "0".into()).into(),
+                );
             }
         }
     } else if path == "/etc/SuSE-release" {
         if lower.contains("open") {
-            if let Some(first) = raw.lines(path).first().and_then(|l| l.split_whitespace().next()) {
+            if let Some(first) = raw
+                .lines(path)
+                .first()
+                .and_then(|l| l.split_whitespace().next())
+            {
                 f.insert("distribution".into(), first.into());
             }
             for line in data.lines() {
@@ -1056,7 +1251,10 @@ fn parse_suse(raw: &Raw, data: &str, path: &str, collected: &Facts) -> (bool, Fa
             }
             for line in data.lines() {
                 if let Some(r) = cap1("PATCHLEVEL = ([0-9]+)", line) {
-                    let base = collected.get("distribution_version").and_then(Value::as_str).unwrap_or("");
+                    let base = collected
+                        .get("distribution_version")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
                     f.insert("distribution_version".into(), format!("{base}.{r}").into());
                     f.insert("distribution_release".into(), r.into());
                 }
@@ -1086,7 +1284,10 @@ fn parse_debian(raw: &Raw, data: &str, path: &str, _collected: &Facts) -> (bool,
     };
     let version_id = |set: &mut dyn FnMut(&str, String)| {
         if let Some(v) = cap1(r#"VERSION_ID="(.*)""#, data) {
-            set("distribution_major_version", v.split('.').next().unwrap_or("").into());
+            set(
+                "distribution_major_version",
+                v.split('.').next().unwrap_or("").into(),
+            );
             set("distribution_version", v);
         }
     };
@@ -1097,18 +1298,26 @@ fn parse_debian(raw: &Raw, data: &str, path: &str, _collected: &Facts) -> (bool,
         }
         // (Ansible's last resort for a missing codename, `dpkg --status tzdata`, is not run.)
         for line in raw.lines("/etc/debian_version") {
-            if let Ok(re) = Regex::new(r"(\d+)\.(\d+)") {
-                if let Some(c) = re.captures(line.trim()) {
-                    set("distribution_minor_version", c[2].to_string());
-                }
+            if let Some(minor) = cap_n(r"(\d+)\.(\d+)", line.trim(), 2) {
+                set("distribution_minor_version", minor);
             }
         }
     } else if data.contains("Ubuntu") {
         set("distribution", "Ubuntu".into());
     } else if data.contains("SteamOS") {
         set("distribution", "SteamOS".into());
-    } else if (path == "/etc/lsb-release" || path == "/etc/os-release") && (data.contains("Kali") || data.contains("Parrot")) {
-        set("distribution", if data.contains("Kali") { "Kali" } else { "Parrot" }.into());
+    } else if (path == "/etc/lsb-release" || path == "/etc/os-release")
+        && (data.contains("Kali") || data.contains("Parrot"))
+    {
+        set(
+            "distribution",
+            if data.contains("Kali") {
+                "Kali"
+            } else {
+                "Parrot"
+            }
+            .into(),
+        );
         if let Some(r) = cap1("DISTRIB_RELEASE=(.*)", data) {
             set("distribution_release", r);
         }
@@ -1203,7 +1412,8 @@ fn memory_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) -> Value {
         m.insert("total_mb".into(), t.into());
     }
     // Kernels before 3.14 have no MemAvailable: estimate it as free + buffers + cache.
-    let avail = mb("MemAvailable").or_else(|| Some(mb("MemFree")? + mb("Buffers").unwrap_or(0) + mb("Cached").unwrap_or(0)));
+    let avail = mb("MemAvailable")
+        .or_else(|| Some(mb("MemFree")? + mb("Buffers").unwrap_or(0) + mb("Cached").unwrap_or(0)));
     if let Some(a) = avail {
         m.insert("available_mb".into(), a.into());
     }
@@ -1230,7 +1440,11 @@ fn cpu_facts(raw: &Raw, plat: &Platform, af: &mut BTreeMap<String, Value>) {
     if lines.is_empty() {
         return;
     }
-    let xen = raw.exists("/proc/xen") || raw.lines("/sys/hypervisor/type").first().is_some_and(|l| l.trim() == "xen");
+    let xen = raw.exists("/proc/xen")
+        || raw
+            .lines("/sys/hypervisor/type")
+            .first()
+            .is_some_and(|l| l.trim() == "xen");
     let mut xen_paravirt = false;
     let (mut i, mut vendor_occ, mut model_occ, mut proc_occ) = (0i64, 0i64, 0i64, 0i64);
     let (mut zp, mut zmt) = (0i64, 0i64);
@@ -1299,15 +1513,28 @@ fn cpu_facts(raw: &Raw, plat: &Platform, af: &mut BTreeMap<String, Value>) {
     let (count, ncores, tpc, vcpus, mut nproc);
     if arch == "s390x" {
         count = 1;
-        ncores = if zmt != 0 { (zp as f64 / zmt as f64).round_ties_even() as i64 } else { 0 };
+        ncores = if zmt != 0 {
+            (zp as f64 / zmt as f64).round_ties_even() as i64
+        } else {
+            0
+        };
         tpc = zmt;
         vcpus = zp;
         nproc = zp;
     } else if xen_paravirt {
         (count, ncores, tpc, vcpus, nproc) = (i, i, 1, i, i);
     } else {
-        count = if sockets.is_empty() { i } else { sockets.len() as i64 };
-        ncores = sockets.values().next().copied().filter(|v| *v != 0).unwrap_or(1);
+        count = if sockets.is_empty() {
+            i
+        } else {
+            sockets.len() as i64
+        };
+        ncores = sockets
+            .values()
+            .next()
+            .copied()
+            .filter(|v| *v != 0)
+            .unwrap_or(1);
         let first_core = cores.values().next().copied().unwrap_or(1);
         tpc = (first_core as f64 / ncores as f64).round_ties_even() as i64;
         vcpus = tpc * count * ncores;
@@ -1329,7 +1556,10 @@ fn cpu_facts(raw: &Raw, plat: &Platform, af: &mut BTreeMap<String, Value>) {
 
 /// CPUs this process may run on (`os.sched_getaffinity`), from `Cpus_allowed_list`.
 fn affinity_count(raw: &Raw) -> Option<i64> {
-    let line = raw.lines("/proc/self/status").iter().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    let line = raw
+        .lines("/proc/self/status")
+        .iter()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
     let mut n = 0i64;
     for part in line.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
@@ -1353,11 +1583,25 @@ fn uptime_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
 
 /// Python's `bytes_to_human`.
 fn bytes_to_human(size: f64) -> String {
-    const RANGES: &[(&str, u32)] = &[("Y", 80), ("Z", 70), ("E", 60), ("P", 50), ("T", 40), ("G", 30), ("M", 20), ("K", 10), ("B", 0)];
+    const RANGES: &[(&str, u32)] = &[
+        ("Y", 80),
+        ("Z", 70),
+        ("E", 60),
+        ("P", 50),
+        ("T", 40),
+        ("G", 30),
+        ("M", 20),
+        ("K", 10),
+        ("B", 0),
+    ];
     for &(suffix, shift) in RANGES {
         let limit = 2f64.powi(shift as i32);
         if size >= limit || shift == 0 {
-            let unit = if shift == 0 { "Bytes".to_string() } else { format!("{suffix}B") };
+            let unit = if shift == 0 {
+                "Bytes".to_string()
+            } else {
+                format!("{suffix}B")
+            };
             return format!("{:.2} {}", size / limit, unit);
         }
     }
@@ -1390,14 +1634,26 @@ fn device_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
         d.insert("model".into(), get("device/model").into());
         d.insert("removable".into(), get("removable").into());
         d.insert("rotational".into(), get("queue/rotational").into());
-        let scheduler = get("queue/scheduler").and_then(|s| cap1(r".*?\[(.*)\]", &s)).unwrap_or_default();
+        let scheduler = get("queue/scheduler")
+            .and_then(|s| cap1(r".*?\[(.*)\]", &s))
+            .unwrap_or_default();
         d.insert("scheduler_mode".into(), scheduler.into());
         let sectorsize = get("queue/logical_block_size");
-        let ss = sectorsize.as_deref().and_then(py_int).filter(|v| *v > 0).unwrap_or(512);
-        d.insert("sectorsize".into(), sectorsize.map(Value::from).unwrap_or_else(|| 512.into()));
+        let ss = sectorsize
+            .as_deref()
+            .and_then(py_int)
+            .filter(|v| *v > 0)
+            .unwrap_or(512);
+        d.insert(
+            "sectorsize".into(),
+            sectorsize.map(Value::from).unwrap_or_else(|| 512.into()),
+        );
         let sectors = get("size").as_deref().and_then(py_int).unwrap_or(0) * 512 / ss;
         d.insert("sectors".into(), sectors.into());
-        d.insert("size".into(), bytes_to_human(sectors as f64 * ss as f64).into());
+        d.insert(
+            "size".into(),
+            bytes_to_human(sectors as f64 * ss as f64).into(),
+        );
         d.insert("host".into(), "".into());
         let mut parts = Map::new();
         let prefix = format!("{dir}/");
@@ -1409,8 +1665,14 @@ fn device_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
             .filter(|p| !p.contains('/'))
             .collect();
         for part in part_names {
-            let start = raw.content(&format!("{dir}/{part}/start")).unwrap_or_else(|| "0".into());
-            let psectors = raw.content(&format!("{dir}/{part}/size")).as_deref().and_then(py_int).unwrap_or(0);
+            let start = raw
+                .content(&format!("{dir}/{part}/start"))
+                .unwrap_or_else(|| "0".into());
+            let psectors = raw
+                .content(&format!("{dir}/{part}/size"))
+                .as_deref()
+                .and_then(py_int)
+                .unwrap_or(0);
             parts.insert(
                 part.into(),
                 json!({"start": start, "sectors": psectors, "sectorsize": 512, "size": bytes_to_human(psectors as f64 * 512.0)}),
@@ -1423,12 +1685,43 @@ fn device_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
 }
 
 const FORM_FACTOR: &[&str] = &[
-    "Unknown", "Other", "Unknown", "Desktop", "Low Profile Desktop", "Pizza Box", "Mini Tower", "Tower",
-    "Portable", "Laptop", "Notebook", "Hand Held", "Docking Station", "All In One", "Sub Notebook",
-    "Space-saving", "Lunch Box", "Main Server Chassis", "Expansion Chassis", "Sub Chassis",
-    "Bus Expansion Chassis", "Peripheral Chassis", "RAID Chassis", "Rack Mount Chassis", "Sealed-case PC",
-    "Multi-system", "CompactPCI", "AdvancedTCA", "Blade", "Blade Enclosure", "Tablet", "Convertible",
-    "Detachable", "IoT Gateway", "Embedded PC", "Mini PC", "Stick PC",
+    "Unknown",
+    "Other",
+    "Unknown",
+    "Desktop",
+    "Low Profile Desktop",
+    "Pizza Box",
+    "Mini Tower",
+    "Tower",
+    "Portable",
+    "Laptop",
+    "Notebook",
+    "Hand Held",
+    "Docking Station",
+    "All In One",
+    "Sub Notebook",
+    "Space-saving",
+    "Lunch Box",
+    "Main Server Chassis",
+    "Expansion Chassis",
+    "Sub Chassis",
+    "Bus Expansion Chassis",
+    "Peripheral Chassis",
+    "RAID Chassis",
+    "Rack Mount Chassis",
+    "Sealed-case PC",
+    "Multi-system",
+    "CompactPCI",
+    "AdvancedTCA",
+    "Blade",
+    "Blade Enclosure",
+    "Tablet",
+    "Convertible",
+    "Detachable",
+    "IoT Gateway",
+    "Embedded PC",
+    "Mini PC",
+    "Stick PC",
 ];
 
 /// Ansible's DMI facts from `/sys/devices/virtual/dmi/id` ("NA" when unreadable;
@@ -1456,10 +1749,12 @@ fn dmi_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
     ] {
         let value = match raw.content(&format!("/sys/devices/virtual/dmi/id/{file}")) {
             None => "NA".to_string(),
-            Some(data) if key == "form_factor" => match data.parse::<usize>().ok().and_then(|i| FORM_FACTOR.get(i)) {
-                Some(f) => f.to_string(),
-                None => format!("unknown ({data})"),
-            },
+            Some(data) if key == "form_factor" => {
+                match data.parse::<usize>().ok().and_then(|i| FORM_FACTOR.get(i)) {
+                    Some(f) => f.to_string(),
+                    None => format!("unknown ({data})"),
+                }
+            }
             Some(data) => data,
         };
         af.insert(key.into(), value.into());
@@ -1484,7 +1779,13 @@ struct Network {
     present: bool,
 }
 
-const INTERFACE_TYPES: &[(&str, &str)] = &[("1", "ether"), ("32", "infiniband"), ("512", "ppp"), ("772", "loopback"), ("65534", "tunnel")];
+const INTERFACE_TYPES: &[(&str, &str)] = &[
+    ("1", "ether"),
+    ("32", "infiniband"),
+    ("512", "ppp"),
+    ("772", "loopback"),
+    ("65534", "tunnel"),
+];
 
 impl Network {
     fn gather(raw: &Raw) -> Network {
@@ -1496,7 +1797,12 @@ impl Network {
             .filter_map(|p| p.strip_prefix("/sys/class/net/"))
             .filter_map(|r| r.split_once('/').map(|(d, _)| d))
             .collect();
-        let mut devices: Vec<&str> = raw.section("netorder").iter().copied().filter(|n| seen.contains(n)).collect();
+        let mut devices: Vec<&str> = raw
+            .section("netorder")
+            .iter()
+            .copied()
+            .filter(|n| seen.contains(n))
+            .collect();
         for n in &seen {
             if !devices.contains(n) {
                 devices.push(n);
@@ -1515,7 +1821,9 @@ impl Network {
         for line in raw.section("ip") {
             let body = line.split('\\').next().unwrap_or("");
             let mut w = body.split_whitespace();
-            let (Some(_idx), Some(name)) = (w.next(), w.next()) else { continue };
+            let (Some(_idx), Some(name)) = (w.next(), w.next()) else {
+                continue;
+            };
             let name = name.trim_end_matches(':');
             let name = name.split('@').next().unwrap_or(name);
             let words: Vec<&str> = w.collect();
@@ -1535,25 +1843,56 @@ impl Network {
                 iface.insert("mtu".into(), mtu.into());
             }
             if raw.files.contains_key(format!("{dir}/operstate").as_str()) {
-                iface.insert("active".into(), (get("operstate").as_deref() != Some("down")).into());
+                iface.insert(
+                    "active".into(),
+                    (get("operstate").as_deref() != Some("down")).into(),
+                );
             }
             if let Some(t) = get("type") {
-                let name = INTERFACE_TYPES.iter().find(|(k, _)| *k == t).map(|(_, v)| *v).unwrap_or("unknown");
+                let name = INTERFACE_TYPES
+                    .iter()
+                    .find(|(k, _)| *k == t)
+                    .map(|(_, v)| *v)
+                    .unwrap_or("unknown");
                 iface.insert("type".into(), name.into());
             }
-            if raw.files.contains_key(format!("{dir}/bridge/bridge_id").as_str()) {
+            if raw
+                .files
+                .contains_key(format!("{dir}/bridge/bridge_id").as_str())
+            {
                 iface.insert("type".into(), "bridge".into());
                 let brif = format!("{dir}/brif/");
-                let members: Vec<Value> =
-                    raw.section("brif").iter().filter_map(|p| p.strip_prefix(brif.as_str())).map(Value::from).collect();
+                let members: Vec<Value> = raw
+                    .section("brif")
+                    .iter()
+                    .filter_map(|p| p.strip_prefix(brif.as_str()))
+                    .map(Value::from)
+                    .collect();
                 iface.insert("interfaces".into(), Value::Array(members));
-                iface.insert("id".into(), get("bridge/bridge_id").unwrap_or_default().into());
-                iface.insert("stp".into(), (get("bridge/stp_state").as_deref() == Some("1")).into());
+                iface.insert(
+                    "id".into(),
+                    get("bridge/bridge_id").unwrap_or_default().into(),
+                );
+                iface.insert(
+                    "stp".into(),
+                    (get("bridge/stp_state").as_deref() == Some("1")).into(),
+                );
             }
-            if raw.files.contains_key(format!("{dir}/bonding/mode").as_str()) {
-                let first = |rel: &str| get(rel).and_then(|s| s.split_whitespace().next().map(String::from)).unwrap_or_default();
+            if raw
+                .files
+                .contains_key(format!("{dir}/bonding/mode").as_str())
+            {
+                let first = |rel: &str| {
+                    get(rel)
+                        .and_then(|s| s.split_whitespace().next().map(String::from))
+                        .unwrap_or_default()
+                };
                 iface.insert("type".into(), "bonding".into());
-                let slaves: Vec<Value> = get("bonding/slaves").unwrap_or_default().split_whitespace().map(Value::from).collect();
+                let slaves: Vec<Value> = get("bonding/slaves")
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(Value::from)
+                    .collect();
                 iface.insert("slaves".into(), Value::Array(slaves));
                 iface.insert("mode".into(), first("bonding/mode").into());
                 iface.insert("miimon".into(), first("bonding/miimon").into());
@@ -1565,8 +1904,14 @@ impl Network {
                     }
                 }
             }
-            if raw.files.contains_key(format!("{dir}/bonding_slave/perm_hwaddr").as_str()) {
-                iface.insert("perm_macaddress".into(), get("bonding_slave/perm_hwaddr").unwrap_or_default().into());
+            if raw
+                .files
+                .contains_key(format!("{dir}/bonding_slave/perm_hwaddr").as_str())
+            {
+                iface.insert(
+                    "perm_macaddress".into(),
+                    get("bonding_slave/perm_hwaddr").unwrap_or_default().into(),
+                );
             }
             if let Some(m) = raw.link(&format!("{dir}/device/driver/module")) {
                 iface.insert("module".into(), basename(m).into());
@@ -1577,7 +1922,9 @@ impl Network {
             if let Some(speed) = get("speed").as_deref().and_then(py_int) {
                 iface.insert("speed".into(), speed.into());
             }
-            if let Some(flags) = get("flags").and_then(|f| i64::from_str_radix(f.trim_start_matches("0x"), 16).ok()) {
+            if let Some(flags) =
+                get("flags").and_then(|f| i64::from_str_radix(f.trim_start_matches("0x"), 16).ok())
+            {
                 iface.insert("promisc".into(), (flags & 0x100 > 0).into());
             }
             net.interfaces.insert(device.to_string(), iface);
@@ -1595,8 +1942,15 @@ impl Network {
                     if w.len() < 6 || w[5] != device {
                         continue;
                     }
-                    let Some(addr) = u128::from_str_radix(w[0], 16).ok().map(|v| Ipv6Addr::from(v).to_string()) else { continue };
-                    let prefix = u32::from_str_radix(w[2], 16).map(|p| p.to_string()).unwrap_or_default();
+                    let Some(addr) = u128::from_str_radix(w[0], 16)
+                        .ok()
+                        .map(|v| Ipv6Addr::from(v).to_string())
+                    else {
+                        continue;
+                    };
+                    let prefix = u32::from_str_radix(w[2], 16)
+                        .map(|p| p.to_string())
+                        .unwrap_or_default();
                     let scope = match w[3] {
                         "00" => "global",
                         "10" => "host",
@@ -1604,22 +1958,40 @@ impl Network {
                         "40" => "site",
                         _ => "unknown",
                     };
-                    let words = ["inet6".to_string(), format!("{addr}/{prefix}"), "scope".into(), scope.into()];
+                    let words = [
+                        "inet6".to_string(),
+                        format!("{addr}/{prefix}"),
+                        "scope".into(),
+                        scope.into(),
+                    ];
                     let words: Vec<&str> = words.iter().map(String::as_str).collect();
                     net.parse_ip_words(device, &words, false, &macaddress);
                 }
             }
         }
         // Ansible replaces ':' (aliases such as eth0:1) with '_'.
-        net.interfaces = std::mem::take(&mut net.interfaces).into_iter().map(|(k, v)| (k.replace(':', "_"), v)).collect();
+        net.interfaces = std::mem::take(&mut net.interfaces)
+            .into_iter()
+            .map(|(k, v)| (k.replace(':', "_"), v))
+            .collect();
         net
     }
 
     /// Ansible's `parse_ip_output` for one address line of `device`.
     fn parse_ip_words(&mut self, device: &str, words: &[&str], secondary: bool, macaddress: &str) {
         let Some(&kind) = words.first() else { return };
-        let dev_mtu = self.interfaces.get(device).and_then(|i| i.get("mtu")).cloned().unwrap_or(Value::Null);
-        let dev_type = self.interfaces.get(device).and_then(|i| i.get("type")).cloned().unwrap_or_else(|| "unknown".into());
+        let dev_mtu = self
+            .interfaces
+            .get(device)
+            .and_then(|i| i.get("mtu"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let dev_type = self
+            .interfaces
+            .get(device)
+            .and_then(|i| i.get("type"))
+            .cloned()
+            .unwrap_or_else(|| "unknown".into());
         if kind == "inet" {
             let Some(&spec) = words.get(1) else { return };
             let mut broadcast = "";
@@ -1632,7 +2004,12 @@ impl Network {
                 }
                 None => (spec, "32"),
             };
-            let (Ok(addr), Some(bits)) = (address.parse::<Ipv4Addr>(), py_int(len).filter(|b| (0..=32).contains(b))) else { return };
+            let (Ok(addr), Some(bits)) = (
+                address.parse::<Ipv4Addr>(),
+                py_int(len).filter(|b| (0..=32).contains(b)),
+            ) else {
+                return;
+            };
             let mask: u32 = (((1u64 << 32) - ((1u64 << 32) >> bits)) & 0xffff_ffff) as u32;
             let netmask = Ipv4Addr::from(mask).to_string();
             let network = Ipv4Addr::from(u32::from(addr) & mask).to_string();
@@ -1649,7 +2026,8 @@ impl Network {
             }
             if secondary {
                 let dev = self.interfaces.entry(device.to_string()).or_default();
-                dev.entry("ipv4_secondaries").or_insert_with(|| Value::Array(vec![]));
+                dev.entry("ipv4_secondaries")
+                    .or_insert_with(|| Value::Array(vec![]));
                 if device != iface {
                     push(dev, "ipv4_secondaries", entry);
                 }
@@ -1670,14 +2048,24 @@ impl Network {
             }
         } else if kind == "inet6" {
             let (address, prefix, scope) = if words.get(2) == Some(&"peer") {
-                let prefix = words.get(3).and_then(|p| p.split_once('/')).map(|(_, p)| p).unwrap_or("");
+                let prefix = words
+                    .get(3)
+                    .and_then(|p| p.split_once('/'))
+                    .map(|(_, p)| p)
+                    .unwrap_or("");
                 (words[1], prefix, words.get(5).copied().unwrap_or(""))
             } else {
-                let Some((a, p)) = words.get(1).and_then(|s| s.split_once('/')) else { return };
+                let Some((a, p)) = words.get(1).and_then(|s| s.split_once('/')) else {
+                    return;
+                };
                 (a, p, words.get(3).copied().unwrap_or(""))
             };
             let dev = self.interfaces.entry(device.to_string()).or_default();
-            push(dev, "ipv6", json!({"address": address, "prefix": prefix, "scope": scope}));
+            push(
+                dev,
+                "ipv6",
+                json!({"address": address, "prefix": prefix, "scope": scope}),
+            );
             if self.default_ipv6.get("address").and_then(Value::as_str) == Some(address) {
                 let d = &mut self.default_ipv6;
                 d.insert("prefix".into(), prefix.into());
@@ -1696,14 +2084,38 @@ impl Network {
         if !self.present {
             return;
         }
-        af.insert("interfaces".into(), self.interfaces.keys().map(|k| Value::from(k.as_str())).collect());
+        af.insert(
+            "interfaces".into(),
+            self.interfaces
+                .keys()
+                .map(|k| Value::from(k.as_str()))
+                .collect(),
+        );
         for (name, iface) in &self.interfaces {
             af.insert(name.clone(), Value::Object(iface.clone()));
         }
-        af.insert("default_ipv4".into(), Value::Object(self.default_ipv4.clone()));
-        af.insert("default_ipv6".into(), Value::Object(self.default_ipv6.clone()));
-        af.insert("all_ipv4_addresses".into(), self.all_ipv4.iter().map(|a| Value::from(a.as_str())).collect());
-        af.insert("all_ipv6_addresses".into(), self.all_ipv6.iter().map(|a| Value::from(a.as_str())).collect());
+        af.insert(
+            "default_ipv4".into(),
+            Value::Object(self.default_ipv4.clone()),
+        );
+        af.insert(
+            "default_ipv6".into(),
+            Value::Object(self.default_ipv6.clone()),
+        );
+        af.insert(
+            "all_ipv4_addresses".into(),
+            self.all_ipv4
+                .iter()
+                .map(|a| Value::from(a.as_str()))
+                .collect(),
+        );
+        af.insert(
+            "all_ipv6_addresses".into(),
+            self.all_ipv6
+                .iter()
+                .map(|a| Value::from(a.as_str()))
+                .collect(),
+        );
     }
 
     /// kk's `network`: interfaces with plain address lists, and the default routes.
@@ -1713,7 +2125,12 @@ impl Network {
             if !i.contains_key("device") {
                 continue; // an alias entry (eth0_1): its addresses are listed under the device
             }
-            let mut v4: Vec<Value> = i.get("ipv4").and_then(|v| v.get("address")).cloned().into_iter().collect();
+            let mut v4: Vec<Value> = i
+                .get("ipv4")
+                .and_then(|v| v.get("address"))
+                .cloned()
+                .into_iter()
+                .collect();
             if let Some(Value::Array(sec)) = i.get("ipv4_secondaries") {
                 v4.extend(sec.iter().filter_map(|s| s.get("address").cloned()));
             }
@@ -1726,7 +2143,9 @@ impl Network {
             let mut seen = BTreeSet::new();
             v4.retain(|a| seen.insert(a.to_string()));
             let v6: Vec<Value> = match i.get("ipv6") {
-                Some(Value::Array(a)) => a.iter().filter_map(|x| x.get("address").cloned()).collect(),
+                Some(Value::Array(a)) => {
+                    a.iter().filter_map(|x| x.get("address").cloned()).collect()
+                }
                 _ => vec![],
             };
             let up = match i.get("active") {
@@ -1797,7 +2216,10 @@ fn proc_net_route(raw: &Raw) -> Map<String, Value> {
             m.insert("interface".into(), w[0].into());
             if let Ok(g) = u32::from_str_radix(w[2], 16) {
                 if g != 0 {
-                    m.insert("gateway".into(), Ipv4Addr::from(g.to_le_bytes()).to_string().into());
+                    m.insert(
+                        "gateway".into(),
+                        Ipv4Addr::from(g.to_le_bytes()).to_string().into(),
+                    );
                 }
             }
             break;
@@ -1836,7 +2258,11 @@ fn service_mgr(raw: &Raw, plat: &Platform, af: &BTreeMap<String, Value>) -> Stri
     }
     if plat.system == "Linux" {
         let systemctl = raw.has_cmd("systemctl");
-        if systemctl && ["/run/systemd/system", "/dev/.run/systemd", "/dev/.systemd"].iter().any(|p| raw.exists(p)) {
+        if systemctl
+            && ["/run/systemd/system", "/dev/.run/systemd", "/dev/.systemd"]
+                .iter()
+                .any(|p| raw.exists(p))
+        {
             return "systemd".into();
         }
         if raw.has_cmd("initctl") && raw.exists("/etc/init") {
@@ -1845,7 +2271,11 @@ fn service_mgr(raw: &Raw, plat: &Platform, af: &BTreeMap<String, Value>) -> Stri
         if raw.exists("/sbin/openrc") {
             return "openrc".into();
         }
-        if systemctl && raw.link("/sbin/init").is_some_and(|l| basename(l) == "systemd") {
+        if systemctl
+            && raw
+                .link("/sbin/init")
+                .is_some_and(|l| basename(l) == "systemd")
+        {
             return "systemd".into();
         }
         if raw.exists("/etc/init.d") {
@@ -1891,7 +2321,12 @@ fn pkg_mgr(raw: &Raw, af: &BTreeMap<String, Value>) -> String {
             for bin in ["/usr/bin/dnf", "/usr/bin/microdnf"] {
                 if raw.exists(bin) {
                     let real = raw.link_abs(bin).unwrap_or_else(|| bin.to_string());
-                    return if real == "/usr/bin/dnf5" { "dnf5" } else { "dnf" }.into();
+                    return if real == "/usr/bin/dnf5" {
+                        "dnf5"
+                    } else {
+                        "dnf"
+                    }
+                    .into();
                 }
             }
             "unknown".into()
@@ -1907,8 +2342,16 @@ fn pkg_mgr(raw: &Raw, af: &BTreeMap<String, Value>) -> String {
 fn user_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
     let lines = raw.section("user");
     let env_name = lines.first().map(|s| s.trim()).unwrap_or("");
-    let entry: Option<Vec<&str>> = lines.iter().skip(1).map(|l| l.split(':').collect::<Vec<_>>()).find(|f| f.len() >= 7);
-    let name = if env_name.is_empty() { entry.as_ref().map(|e| e[0]).unwrap_or("") } else { env_name };
+    let entry: Option<Vec<&str>> = lines
+        .iter()
+        .skip(1)
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.len() >= 7);
+    let name = if env_name.is_empty() {
+        entry.as_ref().map(|e| e[0]).unwrap_or("")
+    } else {
+        env_name
+    };
     if !name.is_empty() {
         af.insert("user_id".into(), name.into());
     }
@@ -1948,8 +2391,16 @@ fn selinux_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
         }
         Some(enforce) => {
             s.insert("status".into(), "enabled".into());
-            let policyvers = raw.content("/sys/fs/selinux/policyvers").as_deref().and_then(py_int);
-            s.insert("policyvers".into(), policyvers.map(Value::from).unwrap_or_else(|| "unknown".into()));
+            let policyvers = raw
+                .content("/sys/fs/selinux/policyvers")
+                .as_deref()
+                .and_then(py_int);
+            s.insert(
+                "policyvers".into(),
+                policyvers
+                    .map(Value::from)
+                    .unwrap_or_else(|| "unknown".into()),
+            );
             let config = os_release_pairs(&raw.text("/etc/selinux/config").unwrap_or_default());
             let config_mode = match config.get("SELINUX").map(|m| m.to_lowercase()).as_deref() {
                 Some("enforcing") => "enforcing",
@@ -1964,7 +2415,14 @@ fn selinux_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
                 _ => "unknown",
             };
             s.insert("mode".into(), mode.into());
-            s.insert("type".into(), config.get("SELINUXTYPE").cloned().unwrap_or_else(|| "unknown".into()).into());
+            s.insert(
+                "type".into(),
+                config
+                    .get("SELINUXTYPE")
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".into())
+                    .into(),
+            );
         }
     }
     af.insert("selinux".into(), Value::Object(s));
@@ -1988,7 +2446,9 @@ fn lsb_facts(raw: &Raw, lsb_output: Option<&[(String, String)]>) -> Value {
     }
     if m.is_empty() {
         for line in raw.lines("/etc/lsb-release") {
-            let Some((_, value)) = line.split_once('=') else { continue };
+            let Some((_, value)) = line.split_once('=') else {
+                continue;
+            };
             let key = if line.contains("DISTRIB_ID") {
                 "id"
             } else if line.contains("DISTRIB_RELEASE") {
@@ -2004,7 +2464,10 @@ fn lsb_facts(raw: &Raw, lsb_output: Option<&[(String, String)]>) -> Value {
         }
     }
     if let Some(r) = m.get("release").cloned() {
-        m.insert("major_release", r.split('.').next().unwrap_or("").to_string());
+        m.insert(
+            "major_release",
+            r.split('.').next().unwrap_or("").to_string(),
+        );
     }
     let mut out = Map::new();
     for (k, v) in m {
@@ -2027,7 +2490,8 @@ fn dns_facts(raw: &Raw) -> Value {
                 for ns in &t[1..] {
                     push(&mut dns, "nameservers", (*ns).into());
                 }
-                dns.entry("nameservers").or_insert_with(|| Value::Array(vec![]));
+                dns.entry("nameservers")
+                    .or_insert_with(|| Value::Array(vec![]));
             }
             "domain" if t.len() > 1 => {
                 dns.insert("domain".into(), t[1].into());
@@ -2141,7 +2605,10 @@ fn normalize_arch(machine: &str) -> String {
 
 fn kk_os(plat: &Platform, release: &IndexMap<String, String>) -> Value {
     let get = |k: &str| release.get(k).cloned().unwrap_or_default();
-    let rel: Map<String, Value> = release.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))).collect();
+    let rel: Map<String, Value> = release
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+        .collect();
     json!({
         "type": plat.system,
         "id": get("ID"),
@@ -2157,10 +2624,20 @@ fn kk_os(plat: &Platform, release: &IndexMap<String, String>) -> Value {
 
 fn kk_cpu(raw: &Raw, af: &BTreeMap<String, Value>) -> Value {
     let lines = raw.lines("/proc/cpuinfo");
-    let count = lines.iter().filter(|l| l.split_once(':').is_some_and(|(k, _)| k.trim() == "processor")).count();
+    let count = lines
+        .iter()
+        .filter(|l| {
+            l.split_once(':')
+                .is_some_and(|(k, _)| k.trim() == "processor")
+        })
+        .count();
     let model = lines.iter().find_map(|l| {
         let (k, v) = l.split_once(':')?;
-        matches!(k.trim(), "model name" | "Processor" | "cpu model" | "Model Name").then(|| v.trim().to_string())
+        matches!(
+            k.trim(),
+            "model name" | "Processor" | "cpu model" | "Model Name"
+        )
+        .then(|| v.trim().to_string())
     });
     let mut m = Map::new();
     if count > 0 {
@@ -2168,8 +2645,15 @@ fn kk_cpu(raw: &Raw, af: &BTreeMap<String, Value>) -> Value {
     } else if let Some(v) = af.get("processor_vcpus") {
         m.insert("count".into(), v.clone());
     }
-    m.insert("model".into(), model.map(Value::from).unwrap_or(Value::Null));
-    for (k, fact) in [("sockets", "processor_count"), ("cores_per_socket", "processor_cores"), ("threads_per_core", "processor_threads_per_core")] {
+    m.insert(
+        "model".into(),
+        model.map(Value::from).unwrap_or(Value::Null),
+    );
+    for (k, fact) in [
+        ("sockets", "processor_count"),
+        ("cores_per_socket", "processor_cores"),
+        ("threads_per_core", "processor_threads_per_core"),
+    ] {
         if let Some(v) = af.get(fact) {
             m.insert(k.into(), v.clone());
         }
@@ -2184,8 +2668,14 @@ fn kk_disks(raw: &Raw) -> Value {
         let sectors = get("size").as_deref().and_then(py_int).unwrap_or(0);
         let mut d = Map::new();
         d.insert("size_bytes".into(), (sectors * 512).into());
-        d.insert("rotational".into(), (get("queue/rotational").as_deref() == Some("1")).into());
-        d.insert("removable".into(), (get("removable").as_deref() == Some("1")).into());
+        d.insert(
+            "rotational".into(),
+            (get("queue/rotational").as_deref() == Some("1")).into(),
+        );
+        d.insert(
+            "removable".into(),
+            (get("removable").as_deref() == Some("1")).into(),
+        );
         if let Some(m) = get("device/model") {
             d.insert("model".into(), m.into());
         }
@@ -2204,7 +2694,11 @@ fn kk_init(raw: &Raw) -> String {
 }
 
 fn kk_kernel_modules(raw: &Raw) -> Value {
-    let mods: BTreeSet<&str> = raw.lines("/proc/modules").iter().filter_map(|l| l.split_whitespace().next()).collect();
+    let mods: BTreeSet<&str> = raw
+        .lines("/proc/modules")
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     mods.into_iter().map(Value::from).collect()
 }
 
@@ -2245,14 +2739,23 @@ mod tests {
         assert_eq!(f["cpu"]["count"], 2);
         assert_eq!(f["cpu"]["model"], "Intel(R) Xeon(R) Processor");
         let net = &f["network"];
-        assert_eq!(net["default_ipv4"], json!({"interface": "eth0", "address": "192.0.2.2", "gateway": "192.0.2.1"}));
-        assert_eq!(net["default_ipv6"], json!({"interface": "eth0", "address": "fd00::2", "gateway": "fd00::1"}));
+        assert_eq!(
+            net["default_ipv4"],
+            json!({"interface": "eth0", "address": "192.0.2.2", "gateway": "192.0.2.1"})
+        );
+        assert_eq!(
+            net["default_ipv6"],
+            json!({"interface": "eth0", "address": "fd00::2", "gateway": "fd00::1"})
+        );
         assert_eq!(
             net["interfaces"]["eth0"],
             json!({"ipv4": ["192.0.2.2"], "ipv6": ["fd00::2", "fe80::fc:ff:fe00:1"], "mac": "02:fc:00:00:00:01", "mtu": 1400, "up": true})
         );
         assert_eq!(net["interfaces"]["ifb0"]["up"], false);
-        assert_eq!(f["disks"]["vda"], json!({"size_bytes": 274877906944u64, "rotational": true, "removable": false}));
+        assert_eq!(
+            f["disks"]["vda"],
+            json!({"size_bytes": 274877906944u64, "rotational": true, "removable": false})
+        );
         assert_eq!(f["init"], "process_api");
         assert!(f["kernel_modules"].as_array().is_some());
     }
@@ -2261,43 +2764,50 @@ mod tests {
     fn debian_fixture_ansible_names() {
         let f = parse(DEBIAN);
         // Values as `ansible localhost -m setup` (ansible-core 2.19) printed on the same machine.
-        let parts = [json!({
-            "distribution": "Debian", "distribution_version": "12.11", "distribution_major_version": "12",
-            "distribution_minor_version": "11", "distribution_release": "bookworm", "os_family": "Debian",
-            "distribution_file_path": "/etc/os-release", "distribution_file_variety": "Debian",
-            "distribution_file_parsed": true,
-            "system": "Linux", "kernel": "6.18.44-fc-v595", "kernel_version": "#1 SMP PREEMPT_DYNAMIC @0",
-            "architecture": "x86_64", "machine": "x86_64", "hostname": "vm", "nodename": "vm", "fqdn": "localhost",
-            "domain": "", "memtotal_mb": 24105, "swaptotal_mb": 0, "processor_vcpus": 2, "processor_count": 1,
-            "processor_cores": 2, "processor_threads_per_core": 1, "processor_nproc": 2,
-            "processor": ["0", "GenuineIntel", "Intel(R) Xeon(R) Processor", "1", "GenuineIntel", "Intel(R) Xeon(R) Processor"],
-        }), json!({
-            "default_ipv4": {"address": "192.0.2.2", "alias": "eth0", "broadcast": "192.0.2.255", "gateway": "192.0.2.1",
-                "interface": "eth0", "macaddress": "02:fc:00:00:00:01", "mtu": 1400, "netmask": "255.255.255.0",
-                "network": "192.0.2.0", "prefix": "24", "type": "ether"},
-            "default_ipv6": {"address": "fd00::2", "gateway": "fd00::1", "interface": "eth0",
-                "macaddress": "02:fc:00:00:00:01", "mtu": 1400, "prefix": "64", "scope": "global", "type": "ether"},
-            "all_ipv4_addresses": ["192.0.2.2"], "all_ipv6_addresses": ["fd00::2", "fe80::fc:ff:fe00:1"],
-            "interfaces": ["ifb0", "ifb1", "lo", "eth0"],
-        }), json!({
-            "eth0": {"active": true, "device": "eth0", "ipv4": {"address": "192.0.2.2", "broadcast": "192.0.2.255",
-                "netmask": "255.255.255.0", "network": "192.0.2.0", "prefix": "24"},
-                "ipv6": [{"address": "fd00::2", "prefix": "64", "scope": "global"},
-                         {"address": "fe80::fc:ff:fe00:1", "prefix": "64", "scope": "link"}],
-                "macaddress": "02:fc:00:00:00:01", "mtu": 1400, "pciid": "virtio2", "promisc": false, "speed": -1, "type": "ether"},
-        }), json!({
-            "lo": {"active": true, "device": "lo", "ipv4": {"address": "127.0.0.1", "broadcast": "", "netmask": "255.0.0.0",
-                "network": "127.0.0.0", "prefix": "8"}, "ipv6": [{"address": "::1", "prefix": "128", "scope": "host"}],
-                "mtu": 65536, "promisc": false, "type": "loopback"},
-        }), json!({
-            "service_mgr": "process_api", "pkg_mgr": "apt", "user_id": "root", "user_uid": 0, "user_gid": 0,
-            "user_dir": "/root", "user_shell": "/bin/bash", "selinux": {"status": "disabled"},
-            "apparmor": {"status": "disabled"}, "fips": false, "dns": {"nameservers": ["10.255.255.53"]},
-        }), json!({
-            "lsb": {"codename": "bookworm", "description": "Debian GNU/Linux 12 (bookworm)", "id": "Debian",
-                "major_release": "12", "release": "12"},
-            "machine_id": "3d1219c7c4c5404aaa1f6d2a48adfda4", "bios_vendor": "NA", "product_name": "NA",
-        })];
+        let parts = [
+            json!({
+                "distribution": "Debian", "distribution_version": "12.11", "distribution_major_version": "12",
+                "distribution_minor_version": "11", "distribution_release": "bookworm", "os_family": "Debian",
+                "distribution_file_path": "/etc/os-release", "distribution_file_variety": "Debian",
+                "distribution_file_parsed": true,
+                "system": "Linux", "kernel": "6.18.44-fc-v595", "kernel_version": "#1 SMP PREEMPT_DYNAMIC @0",
+                "architecture": "x86_64", "machine": "x86_64", "hostname": "vm", "nodename": "vm", "fqdn": "localhost",
+                "domain": "", "memtotal_mb": 24105, "swaptotal_mb": 0, "processor_vcpus": 2, "processor_count": 1,
+                "processor_cores": 2, "processor_threads_per_core": 1, "processor_nproc": 2,
+                "processor": ["0", "GenuineIntel", "Intel(R) Xeon(R) Processor", "1", "GenuineIntel", "Intel(R) Xeon(R) Processor"],
+            }),
+            json!({
+                "default_ipv4": {"address": "192.0.2.2", "alias": "eth0", "broadcast": "192.0.2.255", "gateway": "192.0.2.1",
+                    "interface": "eth0", "macaddress": "02:fc:00:00:00:01", "mtu": 1400, "netmask": "255.255.255.0",
+                    "network": "192.0.2.0", "prefix": "24", "type": "ether"},
+                "default_ipv6": {"address": "fd00::2", "gateway": "fd00::1", "interface": "eth0",
+                    "macaddress": "02:fc:00:00:00:01", "mtu": 1400, "prefix": "64", "scope": "global", "type": "ether"},
+                "all_ipv4_addresses": ["192.0.2.2"], "all_ipv6_addresses": ["fd00::2", "fe80::fc:ff:fe00:1"],
+                "interfaces": ["ifb0", "ifb1", "lo", "eth0"],
+            }),
+            json!({
+                "eth0": {"active": true, "device": "eth0", "ipv4": {"address": "192.0.2.2", "broadcast": "192.0.2.255",
+                    "netmask": "255.255.255.0", "network": "192.0.2.0", "prefix": "24"},
+                    "ipv6": [{"address": "fd00::2", "prefix": "64", "scope": "global"},
+                             {"address": "fe80::fc:ff:fe00:1", "prefix": "64", "scope": "link"}],
+                    "macaddress": "02:fc:00:00:00:01", "mtu": 1400, "pciid": "virtio2", "promisc": false, "speed": -1, "type": "ether"},
+            }),
+            json!({
+                "lo": {"active": true, "device": "lo", "ipv4": {"address": "127.0.0.1", "broadcast": "", "netmask": "255.0.0.0",
+                    "network": "127.0.0.0", "prefix": "8"}, "ipv6": [{"address": "::1", "prefix": "128", "scope": "host"}],
+                    "mtu": 65536, "promisc": false, "type": "loopback"},
+            }),
+            json!({
+                "service_mgr": "process_api", "pkg_mgr": "apt", "user_id": "root", "user_uid": 0, "user_gid": 0,
+                "user_dir": "/root", "user_shell": "/bin/bash", "selinux": {"status": "disabled"},
+                "apparmor": {"status": "disabled"}, "fips": false, "dns": {"nameservers": ["10.255.255.53"]},
+            }),
+            json!({
+                "lsb": {"codename": "bookworm", "description": "Debian GNU/Linux 12 (bookworm)", "id": "Debian",
+                    "major_release": "12", "release": "12"},
+                "machine_id": "3d1219c7c4c5404aaa1f6d2a48adfda4", "bios_vendor": "NA", "product_name": "NA",
+            }),
+        ];
         for (k, v) in parts.iter().flat_map(|p| p.as_object().unwrap()) {
             assert_eq!(&f["ansible_facts"][k], v, "ansible_facts.{k}");
             assert_eq!(&f[&format!("ansible_{k}")], v, "ansible_{k}");
@@ -2305,7 +2815,10 @@ mod tests {
         assert!(f["ansible_uptime_seconds"].is_u64());
         assert!(f["ansible_memfree_mb"].is_u64());
         assert_eq!(f["ansible_devices"]["vda"]["size"], "256.00 GB");
-        assert_eq!(f["ansible_proc_cmdline"]["root"], "UUID=0b1d7e51-6a3c-4a8e-9f53-0c5e8d2d6c1e");
+        assert_eq!(
+            f["ansible_proc_cmdline"]["root"],
+            "UUID=0b1d7e51-6a3c-4a8e-9f53-0c5e8d2d6c1e"
+        );
         assert_eq!(f["module_setup"], true);
         assert!(f.get("ansible_python").is_none());
         // ansible_facts keys are sorted; the prefixed copies follow the kk names.
@@ -2330,26 +2843,103 @@ mod tests {
         assert_eq!(f["os"]["architecture"], "arm64");
         assert_eq!(a["fqdn"], "alpine1");
         assert_eq!(a["processor"], json!(["0", "1"]));
-        assert_eq!((&a["processor_count"], &a["processor_cores"], &a["processor_vcpus"]), (&json!(2), &json!(1), &json!(2)));
+        assert_eq!(
+            (
+                &a["processor_count"],
+                &a["processor_cores"],
+                &a["processor_vcpus"]
+            ),
+            (&json!(2), &json!(1), &json!(2))
+        );
         assert_eq!(a["user_id"], "nobody");
         assert!(a.get("user_uid").is_none());
         assert_eq!(a["real_user_id"], 65534);
         assert_eq!(a["memtotal_mb"], 1987);
-        assert_eq!(f["memory"], json!({"total_mb": 1987, "available_mb": 1840, "free_mb": 1662, "swap_total_mb": 1023}));
+        assert_eq!(
+            f["memory"],
+            json!({"total_mb": 1987, "available_mb": 1840, "free_mb": 1662, "swap_total_mb": 1023})
+        );
         assert_eq!(a["lsb"], json!({}));
-        assert_eq!(a["proc_cmdline"]["modules"], json!(["sd-mod", "usb-storage"]));
+        assert_eq!(
+            a["proc_cmdline"]["modules"],
+            json!(["sd-mod", "usb-storage"])
+        );
         assert_eq!(a["cmdline"]["\"quoted arg\""], true);
         // No `ip`: interfaces from sysfs, IPv6 from /proc/net/if_inet6, default route from /proc/net/route.
         assert_eq!(a["interfaces"], json!(["eth0", "lo"]));
-        assert_eq!(a["default_ipv4"], json!({"gateway": "192.168.1.1", "interface": "eth0"}));
+        assert_eq!(
+            a["default_ipv4"],
+            json!({"gateway": "192.168.1.1", "interface": "eth0"})
+        );
         assert_eq!(a["all_ipv6_addresses"], json!(["fe80::5054:ff:fe12:3456"]));
         assert_eq!(a["all_ipv4_addresses"], json!([]));
-        assert_eq!(f["network"]["interfaces"]["eth0"]["ipv6"], json!(["fe80::5054:ff:fe12:3456"]));
-        assert_eq!(f["network"]["default_ipv4"], json!({"interface": "eth0", "gateway": "192.168.1.1"}));
+        assert_eq!(
+            f["network"]["interfaces"]["eth0"]["ipv6"],
+            json!(["fe80::5054:ff:fe12:3456"])
+        );
+        assert_eq!(
+            f["network"]["default_ipv4"],
+            json!({"interface": "eth0", "gateway": "192.168.1.1"})
+        );
         assert_eq!(f["disks"], json!({}));
         assert!(a.get("devices").is_none());
         assert_eq!(f["kernel_modules"], json!([]));
         assert_eq!(f["init"], "init");
+    }
+
+    #[test]
+    fn busybox_tools_give_the_same_facts() {
+        // The same machine gathered with only busybox applets on PATH (no getent, no `ls -f`).
+        let gnu = parse(DEBIAN);
+        let bb = parse(include_str!(
+            "../../tests/fixtures/facts/debian12-busybox.txt"
+        ));
+        for k in [
+            "distribution",
+            "distribution_version",
+            "distribution_major_version",
+            "distribution_release",
+            "os_family",
+            "kernel",
+            "kernel_version",
+            "architecture",
+            "hostname",
+            "memtotal_mb",
+            "processor",
+            "processor_vcpus",
+            "processor_count",
+            "processor_cores",
+            "default_ipv4",
+            "default_ipv6",
+            "all_ipv4_addresses",
+            "all_ipv6_addresses",
+            "eth0",
+            "lo",
+            "service_mgr",
+            "pkg_mgr",
+            "user_id",
+            "user_uid",
+            "selinux",
+        ] {
+            assert_eq!(bb["ansible_facts"][k], gnu["ansible_facts"][k], "{k}");
+        }
+        let set = |v: &Value| {
+            v.as_array()
+                .map(|a| a.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>())
+        };
+        assert_eq!(
+            set(&bb["ansible_interfaces"]),
+            set(&gnu["ansible_interfaces"])
+        );
+        assert_eq!(bb["ansible_fqdn"], "vm", "no getent: `hostname -f`");
+        for k in ["os", "hostname", "network", "disks", "init"] {
+            if k == "network" {
+                assert_eq!(bb[k]["default_ipv4"], gnu[k]["default_ipv4"]);
+                assert_eq!(bb[k]["interfaces"]["eth0"], gnu[k]["interfaces"]["eth0"]);
+            } else {
+                assert_eq!(bb[k], gnu[k], "{k}");
+            }
+        }
     }
 
     #[test]
@@ -2436,8 +3026,18 @@ UBUNTU_CODENAME=jammy"#;
         );
         let a = &parse(&rocky)["ansible_facts"];
         assert_eq!(
-            (&a["distribution"], &a["distribution_version"], &a["distribution_major_version"], &a["distribution_release"]),
-            (&json!("Rocky"), &json!("9.3"), &json!("9"), &json!("Blue Onyx"))
+            (
+                &a["distribution"],
+                &a["distribution_version"],
+                &a["distribution_major_version"],
+                &a["distribution_release"]
+            ),
+            (
+                &json!("Rocky"),
+                &json!("9.3"),
+                &json!("9"),
+                &json!("Blue Onyx")
+            )
         );
         assert_eq!(a["os_family"], "RedHat");
         assert_eq!(a["pkg_mgr"], "dnf");
@@ -2454,28 +3054,64 @@ UBUNTU_CODENAME=jammy"#;
         );
         let f = parse(&euler);
         let a = &f["ansible_facts"];
-        assert_eq!((&a["distribution"], &a["distribution_version"], &a["os_family"]), (&json!("openEuler"), &json!("22.03"), &json!("RedHat")));
+        assert_eq!(
+            (
+                &a["distribution"],
+                &a["distribution_version"],
+                &a["os_family"]
+            ),
+            (&json!("openEuler"), &json!("22.03"), &json!("RedHat"))
+        );
         assert_eq!(f["os"]["architecture"], "arm64");
     }
 
     #[test]
     fn shlex_like_python() {
-        assert_eq!(shlex_split(r#"A="x y" B='q "r"' C=a\ b D="e\"f\g" # comment"#), vec!["A=x y", "B=q \"r\"", "C=a b", "D=e\"f\\g"]);
+        assert_eq!(
+            shlex_split(r#"A="x y" B='q "r"' C=a\ b D="e\"f\g" # comment"#),
+            vec!["A=x y", "B=q \"r\"", "C=a b", "D=e\"f\\g"]
+        );
         assert_eq!(shlex_split("E=\"\"\nF=1#x\nG=2"), vec!["E=", "F=1", "G=2"]);
         assert_eq!(shlex_split("H=\"unclosed"), vec!["H=unclosed"]);
-        assert_eq!(split_non_posix("a \"b c\" d=\"e f\""), Some(vec!["a".into(), "\"b c\"".into(), "d=\"e".into(), "f\"".into()]));
+        assert_eq!(
+            split_non_posix("a \"b c\" d=\"e f\""),
+            Some(vec![
+                "a".into(),
+                "\"b c\"".into(),
+                "d=\"e".into(),
+                "f\"".into()
+            ])
+        );
         assert_eq!(split_non_posix("\"open"), None);
     }
 
     #[test]
     fn distro_release_lines() {
         let c = parse_distro_release_content("CentOS Linux release 7.9.2009 (Core)");
-        assert_eq!((c["name"].as_str(), c["version_id"].as_str(), c["codename"].as_str()), ("CentOS Linux", "7.9.2009", "Core"));
+        assert_eq!(
+            (
+                c["name"].as_str(),
+                c["version_id"].as_str(),
+                c["codename"].as_str()
+            ),
+            ("CentOS Linux", "7.9.2009", "Core")
+        );
         let d = parse_distro_release_content("Debian GNU/Linux 12 (bookworm)");
-        assert_eq!((d["name"].as_str(), d["version_id"].as_str()), ("Debian GNU/Linux", "12"));
+        assert_eq!(
+            (d["name"].as_str(), d["version_id"].as_str()),
+            ("Debian GNU/Linux", "12")
+        );
         let u = parse_distro_release_content("Ubuntu 22.04.4 LTS");
-        assert_eq!((u["name"].as_str(), u["version_id"].as_str()), ("Ubuntu", "22.04.4"));
-        assert_eq!(parse_distro_release_content("Arch").get("name").map(String::as_str), Some("Arch"));
+        assert_eq!(
+            (u["name"].as_str(), u["version_id"].as_str()),
+            ("Ubuntu", "22.04.4")
+        );
+        assert_eq!(
+            parse_distro_release_content("Arch")
+                .get("name")
+                .map(String::as_str),
+            Some("Arch")
+        );
         assert!(parse_distro_release_content("").is_empty());
     }
 
@@ -2502,13 +3138,25 @@ UBUNTU_CODENAME=jammy"#;
         assert_eq!(a["eth0"]["ipv4"]["address"], "10.0.0.5");
         assert_eq!(a["eth0"]["ipv4_secondaries"][0]["address"], "10.0.0.6");
         assert_eq!(a["eth0_1"]["ipv4_secondaries"][0]["address"], "10.0.0.6");
-        assert_eq!(a["eth0"]["ipv6"][0]["address"], "2001:db8::1", "primary (non-temporary) addresses first");
-        assert_eq!(a["tun0"]["ipv4"], json!({"address": "172.16.0.1", "broadcast": "", "netmask": "255.255.255.255", "network": "172.16.0.1", "prefix": "32"}));
+        assert_eq!(
+            a["eth0"]["ipv6"][0]["address"], "2001:db8::1",
+            "primary (non-temporary) addresses first"
+        );
+        assert_eq!(
+            a["tun0"]["ipv4"],
+            json!({"address": "172.16.0.1", "broadcast": "", "netmask": "255.255.255.255", "network": "172.16.0.1", "prefix": "32"})
+        );
         assert_eq!(a["default_ipv4"]["alias"], "eth0:1");
         assert_eq!(a["default_ipv4"]["netmask"], "255.255.255.0");
         assert_eq!(a["default_ipv6"], json!({}));
-        assert_eq!(a["all_ipv4_addresses"], json!(["10.0.0.5", "10.0.0.6", "172.16.0.1"]));
-        assert_eq!(f["network"]["interfaces"]["eth0"]["ipv4"], json!(["10.0.0.5", "10.0.0.6"]));
+        assert_eq!(
+            a["all_ipv4_addresses"],
+            json!(["10.0.0.5", "10.0.0.6", "172.16.0.1"])
+        );
+        assert_eq!(
+            f["network"]["interfaces"]["eth0"]["ipv4"],
+            json!(["10.0.0.5", "10.0.0.6"])
+        );
         assert!(f["network"]["interfaces"].get("eth0_1").is_none());
     }
 
@@ -2523,10 +3171,23 @@ UBUNTU_CODENAME=jammy"#;
                 p % 4
             ));
         }
-        let f = parse(&output("==kk:uname\nLinux h 6.1.0 #1 SMP x86_64", &[("/proc/cpuinfo", &cpuinfo)]));
+        let f = parse(&output(
+            "==kk:uname\nLinux h 6.1.0 #1 SMP x86_64",
+            &[("/proc/cpuinfo", &cpuinfo)],
+        ));
         let a = &f["ansible_facts"];
-        assert_eq!((&a["processor_count"], &a["processor_cores"], &a["processor_threads_per_core"]), (&json!(2), &json!(4), &json!(2)));
-        assert_eq!((&a["processor_vcpus"], &a["processor_nproc"]), (&json!(16), &json!(16)));
+        assert_eq!(
+            (
+                &a["processor_count"],
+                &a["processor_cores"],
+                &a["processor_threads_per_core"]
+            ),
+            (&json!(2), &json!(4), &json!(2))
+        );
+        assert_eq!(
+            (&a["processor_vcpus"], &a["processor_nproc"]),
+            (&json!(16), &json!(16))
+        );
         assert_eq!(f["cpu"]["count"], 16);
         assert_eq!(bytes_to_human(0.0), "0.00 Bytes");
         assert_eq!(bytes_to_human(1536.0), "1.50 KB");
@@ -2539,14 +3200,21 @@ UBUNTU_CODENAME=jammy"#;
     #[tokio::test]
     async fn gathers_on_this_machine() {
         use crate::connect::{local::LocalConnection, Connection, ExecRequest};
-        let out = LocalConnection::new().exec(&ExecRequest::script(SCRIPT)).await.unwrap();
+        let out = LocalConnection::new()
+            .exec(&ExecRequest::script(SCRIPT))
+            .await
+            .unwrap();
         assert_eq!(out.rc, 0, "{}", out.stderr_text());
         let f = parse(&String::from_utf8_lossy(&out.stdout));
         assert!(f["hostname"].as_str().is_some_and(|h| !h.is_empty()));
         assert_eq!(f["os"]["type"], "Linux");
         assert!(f["os"]["id"].as_str().is_some_and(|s| !s.is_empty()));
-        assert!(f["os"]["kernel_version"].as_str().is_some_and(|s| !s.is_empty()));
-        assert!(f["os"]["architecture"].as_str().is_some_and(|s| !s.is_empty()));
+        assert!(f["os"]["kernel_version"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()));
+        assert!(f["os"]["architecture"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()));
         assert!(f["memory"]["total_mb"].as_u64().is_some_and(|m| m > 0));
         assert!(f["memory"]["available_mb"].is_u64());
         assert!(f["cpu"]["count"].as_u64().is_some_and(|c| c > 0));
@@ -2554,11 +3222,39 @@ UBUNTU_CODENAME=jammy"#;
         assert!(f["disks"].is_object());
         assert!(f["kernel_modules"].is_array());
         assert!(f["init"].is_string());
-        for k in ["memtotal_mb", "memfree_mb", "processor_vcpus", "processor_count", "processor_cores", "uptime_seconds"] {
-            assert!(f[&format!("ansible_{k}")].is_u64(), "ansible_{k} = {}", f[&format!("ansible_{k}")]);
+        for k in [
+            "memtotal_mb",
+            "memfree_mb",
+            "processor_vcpus",
+            "processor_count",
+            "processor_cores",
+            "uptime_seconds",
+        ] {
+            assert!(
+                f[&format!("ansible_{k}")].is_u64(),
+                "ansible_{k} = {}",
+                f[&format!("ansible_{k}")]
+            );
         }
-        for k in ["distribution", "distribution_version", "distribution_major_version", "os_family", "system", "kernel", "architecture", "hostname", "fqdn", "service_mgr", "pkg_mgr", "user_id"] {
-            assert!(f[&format!("ansible_{k}")].is_string(), "ansible_{k} = {}", f[&format!("ansible_{k}")]);
+        for k in [
+            "distribution",
+            "distribution_version",
+            "distribution_major_version",
+            "os_family",
+            "system",
+            "kernel",
+            "architecture",
+            "hostname",
+            "fqdn",
+            "service_mgr",
+            "pkg_mgr",
+            "user_id",
+        ] {
+            assert!(
+                f[&format!("ansible_{k}")].is_string(),
+                "ansible_{k} = {}",
+                f[&format!("ansible_{k}")]
+            );
             assert_eq!(f["ansible_facts"][k], f[&format!("ansible_{k}")]);
         }
         assert!(f["ansible_interfaces"].is_array());
@@ -2572,11 +3268,17 @@ UBUNTU_CODENAME=jammy"#;
     #[ignore]
     async fn dump_local_facts() {
         use crate::connect::{local::LocalConnection, Connection, ExecRequest};
-        let out = LocalConnection::new().exec(&ExecRequest::script(SCRIPT)).await.unwrap();
+        let out = LocalConnection::new()
+            .exec(&ExecRequest::script(SCRIPT))
+            .await
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         if let Ok(path) = std::env::var("KK_FACTS_RAW") {
             std::fs::write(path, text.as_bytes()).unwrap();
         }
-        println!("{}", serde_json::to_string_pretty(&Value::Object(parse(&text))).unwrap());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Value::Object(parse(&text))).unwrap()
+        );
     }
 }
