@@ -15,6 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::{LazyLock, Mutex};
 
 use indexmap::IndexMap;
 use regex::Regex;
@@ -77,7 +78,10 @@ grep -H '' /proc/sys/kernel/version /proc/cmdline /usr/lib/os-release /etc/*[-_]
   /sys/class/net/*/bonding/all_slaves_active /sys/class/net/*/bonding_slave/perm_hwaddr \
   /sys/block/*/size /sys/block/*/removable /sys/block/*/queue/rotational \
   /sys/block/*/queue/logical_block_size /sys/block/*/queue/scheduler /sys/block/*/device/model \
-  /sys/block/*/device/vendor /sys/block/*/*/start /sys/block/*/*/size /sys/devices/virtual/dmi/id/*_* \
+  /sys/block/*/device/vendor /sys/block/*/device/serial /sys/block/*/device/sas_address \
+  /sys/block/*/device/sas_device_handle /sys/block/*/queue/discard_granularity \
+  /sys/block/*/queue/discard_max_hw_bytes /sys/block/*/holders/*/dm/name /sys/block/*/*/holders/*/dm/name \
+  /sys/block/*/*/start /sys/block/*/*/size /sys/devices/virtual/dmi/id/*_* \
   2>/dev/null
 echo '==kk:end'
 "#;
@@ -282,9 +286,21 @@ fn py_int(s: &str) -> Option<i64> {
     s.trim().parse().ok()
 }
 
+/// A compiled regex, cached: the same few dozen patterns serve every host.
+fn regex(pattern: &str) -> Option<Regex> {
+    static CACHE: LazyLock<Mutex<HashMap<String, Regex>>> = LazyLock::new(Default::default);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(re) = cache.get(pattern) {
+        return Some(re.clone());
+    }
+    let re = Regex::new(pattern).ok()?;
+    cache.insert(pattern.to_string(), re.clone());
+    Some(re)
+}
+
 /// First capture group of a regex search, like Python's `re.search(p, s).group(1)`.
 fn cap1(pattern: &str, text: &str) -> Option<String> {
-    let re = Regex::new(pattern).ok()?;
+    let re = regex(pattern)?;
     re.captures(text)
         .and_then(|c| c.get(1))
         .map(|m| m.as_str().to_string())
@@ -292,7 +308,7 @@ fn cap1(pattern: &str, text: &str) -> Option<String> {
 
 /// Capture group `n` of a regex search.
 fn cap_n(pattern: &str, text: &str, n: usize) -> Option<String> {
-    let re = Regex::new(pattern).ok()?;
+    let re = regex(pattern)?;
     re.captures(text)
         .and_then(|c| c.get(n))
         .map(|m| m.as_str().to_string())
@@ -578,7 +594,7 @@ impl Distro {
             .map(|(k, v)| (k.to_lowercase(), v.clone()))
             .collect();
         if let Some(v) = os.get("version").cloned() {
-            if let Ok(re) = Regex::new(r"\((\D+)\)|,\s*(\D+)") {
+            if let Some(re) = regex(r"\((\D+)\)|,\s*(\D+)") {
                 if let Some(c) = re.captures(&v) {
                     if let Some(m) = c.get(1).or_else(|| c.get(2)) {
                         os.insert("codename".into(), m.as_str().into());
@@ -745,7 +761,7 @@ impl Distro {
 /// `distro`'s distro release file: the first `/etc/<id>[-_](release|version)` whose first
 /// line parses, in sorted order.
 fn distro_release_info(raw: &Raw) -> HashMap<String, String> {
-    let Ok(re) = Regex::new(r"^(\w+)[-_](release|version)$") else {
+    let Some(re) = regex(r"^(\w+)[-_](release|version)$") else {
         return HashMap::new();
     };
     let mut names: Vec<&str> = raw
@@ -783,9 +799,9 @@ fn distro_release_info(raw: &Raw) -> HashMap<String, String> {
 fn parse_distro_release_content(line: &str) -> HashMap<String, String> {
     let mut info = HashMap::new();
     let rev: String = line.trim().chars().rev().collect();
-    let re = Regex::new(r"^(?:[^)]*\)(.*)\()? *(?:STL )?([\d.+\-a-z]*\d) *(?:esaeler *)?(.+)");
+    let re = regex(r"^(?:[^)]*\)(.*)\()? *(?:STL )?([\d.+\-a-z]*\d) *(?:esaeler *)?(.+)");
     let rev_str = |s: &str| s.chars().rev().collect::<String>();
-    if let Some(c) = re.ok().and_then(|re| {
+    if let Some(c) = re.and_then(|re| {
         re.captures(&rev).map(|c| {
             c.iter()
                 .map(|m| m.map(|m| m.as_str().to_string()))
@@ -1060,9 +1076,8 @@ fn parse_dist_file(
                 return (false, f);
             }
             set(&mut f, "distribution", name.into());
-            if let Some(m) = Regex::new(r"\w+[.]\w+\+?")
-                .ok()
-                .and_then(|re| re.find(data).map(|m| m.as_str().to_string()))
+            if let Some(m) =
+                regex(r"\w+[.]\w+\+?").and_then(|re| re.find(data).map(|m| m.as_str().to_string()))
             {
                 set(&mut f, "distribution_version", m);
             }
@@ -1655,6 +1670,21 @@ fn device_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
             bytes_to_human(sectors as f64 * ss as f64).into(),
         );
         d.insert("host".into(), "".into());
+        d.insert("sas_address".into(), get("device/sas_address").into());
+        d.insert(
+            "sas_device_handle".into(),
+            get("device/sas_device_handle").into(),
+        );
+        if let Some(serial) = get("device/serial") {
+            d.insert("serial".into(), serial.into());
+        }
+        let discard = if get("queue/discard_max_hw_bytes").as_deref() == Some("0") {
+            Some("0".to_string())
+        } else {
+            get("queue/discard_granularity")
+        };
+        d.insert("support_discard".into(), discard.into());
+        d.insert("holders".into(), holders(raw, &dir));
         let mut parts = Map::new();
         let prefix = format!("{dir}/");
         let part_names: BTreeSet<&str> = raw
@@ -1675,7 +1705,9 @@ fn device_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
                 .unwrap_or(0);
             parts.insert(
                 part.into(),
-                json!({"start": start, "sectors": psectors, "sectorsize": 512, "size": bytes_to_human(psectors as f64 * 512.0)}),
+                json!({"start": start, "sectors": psectors, "sectorsize": 512,
+                       "size": bytes_to_human(psectors as f64 * 512.0),
+                       "holders": holders(raw, &format!("{dir}/{part}"))}),
             );
         }
         d.insert("partitions".into(), Value::Object(parts));
@@ -1759,6 +1791,23 @@ fn dmi_facts(raw: &Raw, af: &mut BTreeMap<String, Value>) {
         };
         af.insert(key.into(), value.into());
     }
+}
+
+/// Device-mapper names holding a block device or partition (Ansible's `holders`).
+fn holders(raw: &Raw, sysdir: &str) -> Value {
+    let prefix = format!("{sysdir}/holders/");
+    let names: BTreeSet<String> = raw
+        .files
+        .keys()
+        .filter_map(|p| p.strip_prefix(prefix.as_str()))
+        .filter_map(|r| r.strip_suffix("/dm/name"))
+        .filter(|h| h.starts_with("dm-") && !h.contains('/'))
+        .map(|h| {
+            raw.content(&format!("{prefix}{h}/dm/name"))
+                .unwrap_or_else(|| h.to_string())
+        })
+        .collect();
+    names.into_iter().map(Value::from).collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -3260,6 +3309,37 @@ UBUNTU_CODENAME=jammy"#;
         assert!(f["ansible_interfaces"].is_array());
         assert!(f["ansible_all_ipv4_addresses"].is_array());
         assert!(f["ansible_processor"].is_array());
+    }
+
+    /// Times 20 gatherings on this machine (script through the local connection, then
+    /// parse) and prints the medians:
+    /// `cargo test -p kk_engine --lib time_gathering -- --ignored --nocapture`
+    #[tokio::test]
+    #[ignore]
+    async fn time_gathering() {
+        use crate::connect::{local::LocalConnection, Connection, ExecRequest};
+        use std::time::Instant;
+        let conn = LocalConnection::new();
+        let (mut total, mut parse_only) = (Vec::new(), Vec::new());
+        for _ in 0..20 {
+            let t = Instant::now();
+            let out = conn.exec(&ExecRequest::script(SCRIPT)).await.unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let p = Instant::now();
+            let facts = parse(&text);
+            parse_only.push(p.elapsed().as_secs_f64() * 1000.0);
+            total.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert!(facts.contains_key("ansible_facts"));
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(|a, b| a.total_cmp(b));
+            (v[9] + v[10]) / 2.0
+        };
+        println!(
+            "gathering median {:.1} ms (parse {:.2} ms)",
+            median(&mut total),
+            median(&mut parse_only)
+        );
     }
 
     /// Prints this machine's facts as JSON (for comparing with `ansible -m setup`):
