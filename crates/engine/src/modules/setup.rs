@@ -1,26 +1,211 @@
 //! `setup` (and `gather_facts`): gathers facts in one remote command.
+//!
+//! The remote script and its parsing live in [`crate::vars::facts`]; this module only runs
+//! the script on the host and applies Ansible's `filter` argument.
+
+use std::time::Duration;
 
 use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::{Module, ModuleContext, ModuleResult, VarMap};
+use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use crate::connect::ExecRequest;
 use crate::error::Result;
 use crate::vars::facts;
 
-/// Gathers facts; the result's `ansible_facts` becomes host variables.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetupArgs {
+    /// Accepted for compatibility; kk always gathers everything (it is one cheap command).
+    #[serde(default, deserialize_with = "args::list_like")]
+    gather_subset: Vec<String>,
+    /// Seconds before the gathering command is killed.
+    #[serde(default, deserialize_with = "args::opt_int_like")]
+    gather_timeout: Option<i64>,
+    /// Shell-style patterns on the `ansible_`-prefixed names; only matching facts are returned.
+    #[serde(default, deserialize_with = "args::list_like")]
+    filter: Vec<String>,
+    /// Accepted for compatibility; local facts (`*.fact` files) are not read.
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    fact_path: Option<String>,
+}
+
+/// Gathers facts; the result's `ansible_facts` becomes the host's facts layer (kk's names,
+/// `ansible_facts.*` and the `ansible_*` variables, see [`facts::parse`]).
 pub struct Setup;
 
 #[async_trait]
 impl Module for Setup {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let _ = raw;
-        let out = ctx.exec(facts::SCRIPT, None).await?;
-        if out.rc != 0 {
-            return Ok(
-                ModuleResult::failed(format!("fact gathering failed with rc {}", out.rc))
-                    .with_output(&out),
-            );
+        let a: SetupArgs = parse_args(
+            "setup",
+            raw,
+            &["gather_subset", "gather_timeout", "filter", "fact_path"],
+        )?;
+        let _ = (&a.gather_subset, &a.fact_path);
+        let out = ctx
+            .conn
+            .exec(&ExecRequest {
+                script: facts::SCRIPT.to_string(),
+                stdin: None,
+                env: ctx.env.clone(),
+                become_: ctx.become_.clone(),
+                timeout: a
+                    .gather_timeout
+                    .filter(|t| *t > 0)
+                    .map(|t| Duration::from_secs(t as u64))
+                    .or(ctx.timeout),
+            })
+            .await?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if out.rc != 0 || !text.contains("==kk:end") {
+            return Ok(ModuleResult::failed(format!(
+                "fact gathering did not complete (rc {}): the host's /bin/sh stopped before the end of the script",
+                out.rc
+            ))
+            .with_output(&out));
         }
-        let facts = facts::parse(&String::from_utf8_lossy(&out.stdout));
-        Ok(ModuleResult::ok().with("ansible_facts", serde_json::Value::Object(facts)))
+        let mut gathered = facts::parse(&text);
+        if !a.filter.is_empty() {
+            gathered = apply_filter(gathered, &a.filter);
+        }
+        Ok(ModuleResult::ok().with("ansible_facts", Value::Object(gathered)))
+    }
+}
+
+/// Keeps only the Ansible facts whose prefixed name matches one of the patterns (in both
+/// the `ansible_facts` map and the `ansible_*` variables); kk's own names are dropped too,
+/// as a filtered `setup` asks for specific facts only.
+fn apply_filter(all: VarMap, patterns: &[String]) -> VarMap {
+    let matches = |name: &str| patterns.iter().any(|p| fnmatch(p, name));
+    let mut out = VarMap::new();
+    let mut namespaced = VarMap::new();
+    if let Some(Value::Object(f)) = all.get("ansible_facts") {
+        for (k, v) in f {
+            if matches(&format!("ansible_{k}")) || matches(k) {
+                namespaced.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    for (k, v) in all {
+        if k.starts_with("ansible_") && k != "ansible_facts" && matches(&k) {
+            out.insert(k, v);
+        }
+    }
+    out.insert("ansible_facts".into(), Value::Object(namespaced));
+    out
+}
+
+/// Python's `fnmatch.fnmatch` (case-sensitive): `*`, `?`, `[seq]`, `[!seq]`.
+fn fnmatch(pattern: &str, name: &str) -> bool {
+    let mut re = String::from("^");
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            '[' => match chars[i + 1..]
+                .iter()
+                .position(|c| *c == ']')
+                .map(|p| p + i + 1)
+            {
+                Some(end) if end > i + 1 => {
+                    let mut class: String = chars[i + 1..end].iter().collect();
+                    if let Some(rest) = class.strip_prefix('!') {
+                        class = format!("^{rest}");
+                    }
+                    re.push('[');
+                    re.push_str(&class.replace('\\', "\\\\"));
+                    re.push(']');
+                    i = end;
+                }
+                _ => re.push_str("\\["),
+            },
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+        i += 1;
+    }
+    re.push('$');
+    regex::Regex::new(&re)
+        .map(|r| r.is_match(name))
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fnmatch_like_python() {
+        assert!(fnmatch("ansible_eth*", "ansible_eth0"));
+        assert!(fnmatch("ansible_distribution", "ansible_distribution"));
+        assert!(!fnmatch(
+            "ansible_distribution",
+            "ansible_distribution_version"
+        ));
+        assert!(fnmatch("ansible_eth[0-9]", "ansible_eth1"));
+        assert!(!fnmatch("ansible_eth[!0-9]", "ansible_eth1"));
+        assert!(fnmatch("a?c", "abc"));
+        assert!(fnmatch("a.c", "a.c") && !fnmatch("a.c", "abc"));
+        assert!(fnmatch("[", "[") && !fnmatch("[", "a"));
+    }
+
+    #[test]
+    fn filter_keeps_matching_facts_only() {
+        let all = json!({
+            "os": {"id": "debian"},
+            "ansible_facts": {"distribution": "Debian", "distribution_version": "12.11", "kernel": "6.1"},
+            "ansible_distribution": "Debian",
+            "ansible_distribution_version": "12.11",
+            "ansible_kernel": "6.1",
+        });
+        let Value::Object(all) = all else {
+            unreachable!()
+        };
+        let f = apply_filter(all, &["ansible_distribution*".to_string()]);
+        assert_eq!(
+            Value::Object(f),
+            json!({
+                "ansible_distribution": "Debian",
+                "ansible_distribution_version": "12.11",
+                "ansible_facts": {"distribution": "Debian", "distribution_version": "12.11"},
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn setup_runs_locally() {
+        use crate::connect::local::LocalConnection;
+        use std::sync::Arc;
+        let ctx = ModuleContext {
+            host: "localhost".into(),
+            conn: Arc::new(LocalConnection::new()),
+            check_mode: false,
+            diff: false,
+            become_: None,
+            env: vec![],
+            timeout: None,
+            templar: Arc::new(crate::template::Templar::new()),
+            vars: minijinja::Value::UNDEFINED,
+            search_dirs: vec![],
+            span: None,
+        };
+        let mut args = VarMap::new();
+        args.insert("filter".into(), json!(["ansible_system", "ansible_kernel"]));
+        let r = Setup.run(&ctx, args).await.unwrap();
+        assert!(!r.failed, "{:?}", r.msg);
+        let f = &r.data["ansible_facts"];
+        assert_eq!(f["ansible_system"], "Linux");
+        assert_eq!(f["ansible_facts"]["system"], "Linux");
+        assert!(f["ansible_kernel"].is_string());
+        assert!(f.get("ansible_hostname").is_none());
+
+        let mut bad = VarMap::new();
+        bad.insert("filtre".into(), json!("x"));
+        let err = Setup.run(&ctx, bad).await.unwrap_err();
+        assert!(err.to_string().contains("filtre"), "{err}");
     }
 }
