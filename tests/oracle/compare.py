@@ -7,7 +7,8 @@ Usage:
   compare.py --ansible-only --all         only check that every fixture passes under Ansible
 
 Both tools run from this directory with inventory.yaml, `-e oracle_root=<fresh tempdir>`
-and the fixture's `# args:` header. Ansible prints kk's JSON event stream through
+and the fixture's `# args:` header; compare.py creates each host's out_dir
+(<oracle_root>/h1 .. h3) beforehand. Ansible prints kk's JSON event stream through
 callback/kk_json.py; kk is asked for `--output json`. Both streams are normalised (each
 oracle_root replaced by <ROOT>) and compared: the play list, the order of tasks (not for
 `strategy: free`), per (task, host) the status, `ignored` and the result keys msg, rc,
@@ -24,6 +25,7 @@ Fixture header comments (comment lines at the top of the file):
       as "differs by design" instead of failing. Selectors:
         task:<glob>      results (and order/path entries) of tasks whose name matches
         task:<glob>@<h>  the same, only for hosts matching glob <h>
+        A&B              both A and B must match, e.g. task:Show x&key:msg
         key:<name>       one result key (also inside loop items), e.g. key:msg
         file:<glob>      files whose relative path matches, e.g. file:*/merged.txt
         recap[:<h>]      recap counters (of hosts matching <h>)
@@ -222,10 +224,20 @@ def _parse_events(run: Run) -> None:
         run.problems.append(f"{run.tool}: {bad} line(s) of stdout look like JSON but do not parse")
 
 
+HOSTS_WITH_OUT_DIR = ("h1", "h2", "h3")
+
+
+def make_root(root: str) -> None:
+    """A fresh oracle_root holding each inventory host's (empty) out_dir."""
+    for h in HOSTS_WITH_OUT_DIR:
+        os.makedirs(os.path.join(root, h))
+        os.chmod(os.path.join(root, h), 0o755)
+
+
 def run_ansible(fx: Fixture, tmp: str, timeout: float) -> Run:
     run = Run("ansible")
     root = os.path.join(tmp, "ansible-root")
-    os.makedirs(root)
+    make_root(root)
     run.root = root
     exe = ansible_playbook_bin()
     if exe is None:
@@ -261,7 +273,7 @@ def run_ansible(fx: Fixture, tmp: str, timeout: float) -> Run:
 def run_kk(fx: Fixture, tmp: str, timeout: float) -> Run:
     run = Run("kk")
     root = os.path.join(tmp, "kk-root")
-    os.makedirs(root)
+    make_root(root)
     run.root = root
     workdir = os.path.join(tmp, "kk-work")
     os.makedirs(workdir)
@@ -575,6 +587,11 @@ def compare(fx: Fixture, a: Normalised, b: Normalised) -> list[Mismatch]:
 
 
 def selector_matches(sel: str, m: Mismatch) -> bool:
+    """A selector matches when every `&`-joined part of it matches."""
+    return all(_part_matches(p.strip(), m) for p in sel.split("&") if p.strip())
+
+
+def _part_matches(sel: str, m: Mismatch) -> bool:
     kind, _, pat = sel.partition(":")
     kind = kind.strip()
     pat = pat.strip()
@@ -679,6 +696,10 @@ def run_fixture(fx: Fixture, opts) -> Outcome:
                     oc.lines.append("  " + json.dumps({"rc": n.rc, "plays": n.plays, "order": n.order, "recap": n.recap,
                                                        "results": {f"{t} @ {h}": v for (t, h), v in n.results.items()}},
                                                       indent=1, sort_keys=True).replace("\n", "\n  "))
+        if not krun.problems or krun.events:
+            for reason, sels in fx.differs:
+                if not any(reason in line for line in by_design):
+                    by_design.append(f"  note: declared difference not observed ({reason})")
         oc.passed = not failures
         oc.lines.insert(0, f"{'PASS' if oc.passed else 'FAIL'} {fx.name} ({timing})")
         oc.lines += failures + by_design
