@@ -260,6 +260,8 @@ def run_ansible(fx: Fixture, tmp: str, timeout: float) -> Run:
             "ANSIBLE_LOCAL_TEMP": os.path.join(tmp, "ansible-local"),
             "ANSIBLE_FORKS": "5",
             "ANSIBLE_PIPELINING": "True",
+            # Modules run with the venv's Python (no interpreter discovery, no warning).
+            "ANSIBLE_PYTHON_INTERPRETER": os.path.join(os.path.dirname(exe), "python"),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
     )
@@ -660,6 +662,9 @@ def run_fixture(fx: Fixture, opts) -> Outcome:
             if aprob and arun.stderr.strip():
                 oc.lines.append("  ansible stderr (tail):")
                 oc.lines += ["      " + ln for ln in _tail(arun.stderr).splitlines()]
+            if opts.verbose:
+                warnings = [ln for ln in arun.stderr.splitlines() if "WARNING" in ln or "DEPRECATION" in ln]
+                oc.lines += ["  ansible: " + w for w in warnings]
             if opts.show:
                 oc.lines += ["  " + json.dumps(e) for e in arun.events]
             return oc
@@ -728,7 +733,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per tool run (default 300)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dirs and print their paths")
     ap.add_argument("--show", action="store_true", help="print the normalised streams")
-    ap.add_argument("-v", "--verbose", action="store_true", help="print kk's stderr on mismatches")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print kk's stderr on mismatches; with --ansible-only, Ansible's warnings")
     opts = ap.parse_args(argv)
     if not opts.all and not opts.fixtures:
         ap.error("give fixture names or --all")

@@ -45,6 +45,7 @@ def main(argv):
         "ANSIBLE_LOCALHOST_WARNING": "False",
         "ANSIBLE_DEPRECATION_WARNINGS": "False",
         "ANSIBLE_PIPELINING": "True",
+        "ANSIBLE_PYTHON_INTERPRETER": os.path.join(os.path.dirname(exe), "python"),
     })
     os.execve(exe, [exe] + out, env)
 
