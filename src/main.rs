@@ -143,6 +143,8 @@ fn build_options(playbook: PathBuf, c: &Common) -> Result<(RunOptions, PathBuf),
             diff: c.diff,
             forks: c.forks,
             roles_path: Vec::new(),
+            inventory_path: c.inventory.clone(),
+            verbosity: c.verbose,
         },
         workdir,
     ))

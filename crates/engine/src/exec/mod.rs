@@ -49,6 +49,10 @@ pub struct RunOptions {
     pub forks: usize,
     /// Extra role directories.
     pub roles_path: Vec<PathBuf>,
+    /// The inventory file, for `inventory_file` and `inventory_dir`.
+    pub inventory_path: Option<PathBuf>,
+    /// `-v` count: `debug` tasks with a higher `verbosity` are skipped.
+    pub verbosity: u8,
 }
 
 /// How the run ended, as Ansible's exit codes say.
@@ -137,9 +141,19 @@ struct PlayCtx {
     play: Play,
     name: String,
     vars: Arc<VarMap>,
+    /// `vars_files`, rendered and loaded per host (their names may use host variables).
+    host_vars_files: HashMap<String, Arc<VarMap>>,
+    /// Defaults and vars of the play's static roles (`roles:`, `import_role`): Ansible
+    /// makes them visible to the whole play.
+    role_defaults: Vec<Arc<VarMap>>,
+    role_vars: Vec<Arc<VarMap>>,
     magic: RwLock<Arc<VarMap>>,
+    /// `play_hosts`, `ansible_play_batch`, `ansible_play_hosts`: the batch's hosts still active.
+    play_hosts: RwLock<Arc<VarMap>>,
     batch: Vec<String>,
     abort: AtomicBool,
+    /// Set by `any_errors_fatal`: the whole run stops, not only the play.
+    fatal: AtomicBool,
 }
 
 /// The run: shared by every task future.
@@ -248,8 +262,6 @@ impl Runner {
 
     fn play_magic(
         &self,
-        pc_dir: &std::path::Path,
-        batch: &[String],
         all_play_hosts: &[String],
         play_name: &str,
     ) -> VarMap {
@@ -261,23 +273,22 @@ impl Runner {
             .map(|(k, v)| (k, Value::from(v)))
             .collect();
         m.insert("groups".into(), Value::Object(groups));
-        m.insert("play_hosts".into(), Value::from(batch.to_vec()));
-        m.insert("ansible_play_batch".into(), Value::from(batch.to_vec()));
-        m.insert("ansible_play_hosts".into(), Value::from(batch.to_vec()));
         m.insert(
             "ansible_play_hosts_all".into(),
             Value::from(all_play_hosts.to_vec()),
         );
         m.insert("ansible_play_name".into(), Value::from(play_name));
-        let dir = if pc_dir.as_os_str().is_empty() {
-            self.loader.playbook_dir.clone()
-        } else {
-            std::fs::canonicalize(pc_dir).unwrap_or(pc_dir.to_path_buf())
-        };
         m.insert(
             "playbook_dir".into(),
-            Value::from(dir.display().to_string()),
+            Value::from(self.loader.playbook_dir.display().to_string()),
         );
+        if let Some(inv) = &self.opts.inventory_path {
+            let inv = std::fs::canonicalize(inv).unwrap_or(inv.clone());
+            m.insert("inventory_file".into(), Value::from(inv.display().to_string()));
+            if let Some(d) = inv.parent() {
+                m.insert("inventory_dir".into(), Value::from(d.display().to_string()));
+            }
+        }
         m.insert("ansible_check_mode".into(), Value::from(self.opts.check));
         m.insert("ansible_diff_mode".into(), Value::from(self.opts.diff));
         m.insert(
@@ -303,9 +314,9 @@ impl Runner {
         let mut l = Layers::default();
         l.push(self.config.clone());
         l.push(self.inventory_vars(host));
-        l.push(st.facts.clone());
+        l.push_data(st.facts.clone());
         l.push(play_vars.clone());
-        l.push(st.runtime.clone());
+        l.push_data(st.runtime.clone());
         l.push(self.extra.clone());
         l
     }
@@ -364,24 +375,36 @@ impl Runner {
     ) -> Arc<VarView> {
         let st = self.state(host);
         let mut l = Layers::default();
+        for d in &pc.role_defaults {
+            l.push(d.clone());
+        }
         for r in &scope.roles {
             l.push(r.role.defaults.clone());
         }
         l.push(self.config.clone());
         l.push(self.inventory_vars(host));
-        l.push(st.facts.clone());
+        l.push_data(st.facts.clone());
         l.push(pc.vars.clone());
+        if let Some(vf) = pc.host_vars_files.get(host) {
+            l.push(vf.clone());
+        }
+        for v in &pc.role_vars {
+            l.push(v.clone());
+        }
         for r in &scope.roles {
             l.push(r.role.vars.clone());
-            l.push(r.params.clone());
         }
         for v in &scope.vars {
             l.push(v.clone());
         }
-        l.push(st.runtime.clone());
+        l.push_data(st.runtime.clone());
+        // Role parameters beat set_fact (Ansible's precedence), but stay private to the role.
+        for r in &scope.roles {
+            l.push(r.params.clone());
+        }
         l.push(self.extra.clone());
         if let Some(t) = top {
-            l.push(t);
+            l.push_data(t);
         }
         let mut values = vec![self.host_magic(host)];
         if let Some(r) = scope.roles.last() {
@@ -402,6 +425,7 @@ impl Runner {
             m.insert("ansible_parent_role_names".into(), Value::from(parents));
             values.push(Arc::new(m));
         }
+        values.push(pc.play_hosts.read().unwrap().clone());
         values.push(pc.magic.read().unwrap().clone());
         VarView::new(
             l,
@@ -488,29 +512,28 @@ impl Runner {
     /// Runs one play; returns false when the run must stop (a fatal error).
     fn run_play(self: Arc<Self>, play: Play) -> BoxFuture<'static, Result<bool>> {
         Box::pin(async move {
-            let hosts = self.play_hosts(&play)?;
-            let name = play.name.clone();
-            self.emit(Event::PlayStart {
-                play: name.clone(),
-                hosts: hosts.clone(),
+            let mut hosts = self.play_hosts(&play)?;
+            // Hosts that failed or were unreachable earlier in the run take no part (Ansible's rule).
+            hosts.retain(|h| {
+                let s = self.state(h);
+                !s.failed && !s.unreachable
             });
-            if hosts.is_empty() {
-                self.warn(format!(
-                    "no hosts matched the play's pattern {}",
-                    play.hosts
-                ));
-                return Ok(true);
-            }
             for h in &hosts {
-                self.with_state(h, |s| {
-                    s.ended = false;
-                    s.failed = false;
-                });
+                self.with_state(h, |s| s.ended = false);
+            }
+            if hosts.is_empty() {
+                self.emit(Event::PlayStart { play: play.name.clone(), hosts: Vec::new() });
+                self.warn(format!("no hosts matched the play's pattern {}", play.hosts));
+                return Ok(true);
             }
             let batches = serial_batches(&play.serial, &hosts)?;
             for batch in batches {
                 let pc = Arc::new(self.prepare_play(&play, &batch, &hosts)?);
+                self.emit(Event::PlayStart { play: pc.name.clone(), hosts: batch.clone() });
                 self.clone().run_batch(pc.clone()).await?;
+                if pc.fatal.load(Ordering::SeqCst) {
+                    return Ok(false);
+                }
                 if pc.abort.load(Ordering::SeqCst) {
                     break;
                 }
@@ -528,7 +551,7 @@ impl Runner {
     }
 
     fn prepare_play(&self, play: &Play, batch: &[String], all: &[String]) -> Result<PlayCtx> {
-        let mut vars = (*play.attrs.vars).clone();
+        let vars = (*play.attrs.vars).clone();
         let name = if crate::template::is_template(&play.name) {
             let mut l = Layers::default();
             l.push(self.config.clone());
@@ -544,46 +567,58 @@ impl Runner {
         } else {
             play.name.clone()
         };
-        for (file, span) in &play.vars_files {
-            let mut l = Layers::default();
-            l.push(self.config.clone());
-            l.push(Arc::new(vars.clone()));
-            l.push(self.extra.clone());
-            let v = VarView::new(l, Magic::default(), self.templar.clone());
-            let rendered = self
-                .templar
-                .render_value(file, &v.context())
-                .map_err(|e| e.at(span))?;
-            let candidates: Vec<String> = match rendered {
-                Value::Array(items) => items.iter().map(crate::project::value_text).collect(),
-                other => vec![crate::project::value_text(&other)],
-            };
-            let mut loaded = false;
-            for c in &candidates {
-                let p = play.dir.join(c);
-                if p.is_file() {
-                    let node = crate::yaml::load_file(&p)?;
-                    crate::vars::merge_maps(&mut vars, &node.to_map("vars_files")?);
-                    loaded = true;
-                    break;
+        // vars_files names may use host variables, so each host gets its own set.
+        let play_vars = Arc::new(vars.clone());
+        let mut loaded_files: HashMap<PathBuf, VarMap> = HashMap::new();
+        let mut host_vars_files = HashMap::new();
+        if !play.vars_files.is_empty() {
+            for host in batch {
+                let view = VarView::new(
+                    self.base_layers(host, &play_vars),
+                    Magic { values: vec![self.host_magic(host)], hostvars: None },
+                    self.templar.clone(),
+                );
+                let ctx = view.context();
+                let mut merged = VarMap::new();
+                for (file, span) in &play.vars_files {
+                    let rendered = self.templar.render_value(file, &ctx).map_err(|e| e.at(span))?;
+                    let candidates: Vec<String> = match rendered {
+                        Value::Array(items) => items.iter().map(crate::project::value_text).collect(),
+                        other => vec![crate::project::value_text(&other)],
+                    };
+                    let Some(path) = candidates.iter().map(|c| play.dir.join(c)).find(|p| p.is_file()) else {
+                        return Err(Error::new(
+                            ErrorKind::Io,
+                            format!("vars file {} not found (for host {})", candidates.join(" or "), host),
+                        )
+                        .at(span));
+                    };
+                    if !loaded_files.contains_key(&path) {
+                        let node = crate::yaml::load_file(&path)?;
+                        loaded_files.insert(path.clone(), node.to_map("vars_files")?);
+                    }
+                    crate::vars::merge_maps(&mut merged, &loaded_files[&path]);
                 }
-            }
-            if !loaded {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("vars file {} not found", candidates.join(" or ")),
-                )
-                .at(span));
+                host_vars_files.insert(host.clone(), Arc::new(merged));
             }
         }
-        let magic = self.play_magic(&play.dir, batch, all, &name);
+        let (mut role_defaults, mut role_vars) = (Vec::new(), Vec::new());
+        for list in [&play.roles, &play.pre_tasks, &play.tasks, &play.post_tasks] {
+            collect_static_roles(list, &mut role_defaults, &mut role_vars);
+        }
+        let magic = self.play_magic(all, &name);
         Ok(PlayCtx {
             play: play.clone(),
             name,
             vars: Arc::new(vars),
+            host_vars_files,
+            role_defaults,
+            role_vars,
             magic: RwLock::new(Arc::new(magic)),
+            play_hosts: RwLock::new(Arc::new(play_hosts_map(batch))),
             batch: batch.to_vec(),
             abort: AtomicBool::new(false),
+            fatal: AtomicBool::new(false),
         })
     }
 
@@ -662,6 +697,22 @@ impl Runner {
         self.clone()
             .run_tasks_on_hosts(pc.clone(), task, hosts, scope.clone(), true)
             .await;
+    }
+
+    /// Recomputes `play_hosts` and friends after hosts failed or were rescued.
+    fn refresh_play_hosts(&self, pc: &PlayCtx) {
+        let active: Vec<String> = {
+            let states = self.hosts.lock().unwrap();
+            pc.batch
+                .iter()
+                .filter(|h| states.get(*h).map(|s| !s.failed && !s.unreachable).unwrap_or(true))
+                .cloned()
+                .collect()
+        };
+        let current = pc.play_hosts.read().unwrap().clone();
+        if current.get("play_hosts") != Some(&Value::from(active.clone())) {
+            *pc.play_hosts.write().unwrap() = Arc::new(play_hosts_map(&active));
+        }
     }
 
     /// Hosts of a list that can still run tasks.
@@ -819,6 +870,14 @@ impl Runner {
         scope: Scope,
     ) {
         let inner = scope.child(&t.attrs);
+        if !self.opts.tags.selects(&inner.attrs.tags) {
+            return;
+        }
+        self.emit(Event::TaskStart {
+            play: pc.name.clone(),
+            task: t.display_name(),
+            path: format!("{}:{}", t.span.path().display(), t.span.line),
+        });
         // Conditions on meta tasks are evaluated per host (except flush_handlers, which has none).
         let hv = self.hostvars(pc.vars.clone());
         let mut selected = Vec::new();
@@ -842,8 +901,23 @@ impl Runner {
                 pc.abort.store(what == "end_play", Ordering::SeqCst);
             }
             "end_host" => {
-                for h in &selected {
-                    self.with_state(h, |s| s.ended = true);
+                for h in &hosts {
+                    if selected.contains(h) {
+                        self.with_state(h, |s| s.ended = true);
+                    } else {
+                        self.with_state(h, |s| s.counts.skipped += 1);
+                        self.emit(Event::HostResult {
+                            play: pc.name.clone(),
+                            task: t.display_name(),
+                            host: h.clone(),
+                            delegated_to: None,
+                            status: crate::report::Status::Skipped,
+                            changed: false,
+                            ignored: false,
+                            result: serde_json::json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False"}),
+                            display: None,
+                        });
+                    }
                 }
             }
             "clear_host_errors" => {
@@ -863,27 +937,19 @@ impl Runner {
     fn flush_handlers(self: Arc<Self>, pc: Arc<PlayCtx>, scope: Scope) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             let handlers = pc.play.handlers.clone();
+            // Each handler runs once per flush for the hosts that notified it (by name or
+            // by a topic it listens to); handlers may notify later handlers.
             for h in handlers {
                 let hname = h.name.clone().unwrap_or_default();
                 let listens = h.own.listen.clone();
                 let targets: Vec<String> = {
-                    let mut states = self.hosts.lock().unwrap();
+                    let states = self.hosts.lock().unwrap();
                     pc.batch
                         .iter()
                         .filter(|host| {
-                            let Some(s) = states.get_mut(*host) else {
-                                return false;
-                            };
-                            let hit = s
-                                .notified
-                                .iter()
-                                .any(|n| *n == hname || listens.contains(n));
-                            if hit {
-                                s.notified.retain(|n| *n != hname && !listens.contains(n));
-                            }
-                            hit && !s.unreachable
-                                && !s.ended
-                                && (!s.failed || pc.play.force_handlers)
+                            let Some(s) = states.get(*host) else { return false };
+                            let hit = s.notified.iter().any(|n| *n == hname || listens.contains(n));
+                            hit && !s.unreachable && !s.ended && (!s.failed || pc.play.force_handlers)
                         })
                         .cloned()
                         .collect()
@@ -891,13 +957,44 @@ impl Runner {
                 if targets.is_empty() {
                     continue;
                 }
+                for host in &targets {
+                    self.with_state(host, |s| s.notified.retain(|n| *n != hname));
+                }
                 let mut handler = h.clone();
                 handler.own.listen.clear();
-                self.clone()
-                    .run_entry(pc.clone(), handler, targets, scope.clone())
-                    .await;
+                self.clone().run_entry(pc.clone(), handler, targets, scope.clone()).await;
+            }
+            for host in &pc.batch {
+                self.with_state(host, |s| s.notified.clear());
             }
         })
+    }
+}
+
+/// The play-host magic variables for the hosts still active.
+fn play_hosts_map(active: &[String]) -> VarMap {
+    let mut m = VarMap::new();
+    for k in ["play_hosts", "ansible_play_batch", "ansible_play_hosts"] {
+        m.insert(k.into(), Value::from(active.to_vec()));
+    }
+    m
+}
+
+/// Gathers defaults and vars of roles applied statically (`roles:`, `import_role`,
+/// their dependencies), which Ansible exposes to the whole play.
+fn collect_static_roles(tasks: &[Task], defaults: &mut Vec<Arc<VarMap>>, vars: &mut Vec<Arc<VarMap>>) {
+    for t in tasks {
+        if let TaskKind::Block { block, rescue, always, role } = &t.kind {
+            if let Some(r) = role {
+                if !defaults.iter().any(|d| Arc::ptr_eq(d, &r.role.defaults)) {
+                    defaults.push(r.role.defaults.clone());
+                    vars.push(r.role.vars.clone());
+                }
+            }
+            collect_static_roles(block, defaults, vars);
+            collect_static_roles(rescue, defaults, vars);
+            collect_static_roles(always, defaults, vars);
+        }
     }
 }
 

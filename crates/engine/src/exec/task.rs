@@ -73,6 +73,7 @@ impl Runner {
         facts_task: bool,
     ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
+            self.refresh_play_hosts(&pc);
             let inner = scope.child(&t.attrs);
             let hv = self.hostvars(pc.vars.clone());
             let first_view = self.view(&pc, &inner, &hosts[0], None, &hv);
@@ -151,6 +152,7 @@ impl Runner {
                     .unwrap_or(false)
                 {
                     pc.abort.store(true, Ordering::SeqCst);
+                    pc.fatal.store(true, Ordering::SeqCst);
                 }
                 if let Some(pct) = pc.play.max_fail_percentage {
                     let failed = pc.batch.iter().filter(|h| self.state(h).failed).count();
@@ -185,7 +187,14 @@ impl Runner {
                 s.counts.changed += 1;
             }
             Status::Skipped => s.counts.skipped += 1,
-            Status::Failed if o.ignored => s.counts.ignored += 1,
+            Status::Failed if o.ignored => {
+                // Ansible counts an ignored failure as ok (and changed, if it changed).
+                s.counts.ok += 1;
+                s.counts.ignored += 1;
+                if changed {
+                    s.counts.changed += 1;
+                }
+            }
             Status::Failed => {
                 if inner.rescuable {
                     s.counts.rescued += 1;
@@ -416,32 +425,45 @@ impl Runner {
                 let mut results = Vec::new();
                 let mut any_changed = false;
                 let mut any_failed = false;
-                let mut all_skipped = n > 0;
+                let mut all_skipped = true;
                 let mut extras = Extras::default();
+                // set_fact in a loop: each item sees what the earlier items set.
+                let mut item_facts = VarMap::new();
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 && pause > 0.0 {
                         tokio::time::sleep(Duration::from_secs_f64(pause)).await;
                     }
-                    let mut top = VarMap::new();
+                    let mut top = item_facts.clone();
                     top.insert(loop_var.clone(), item.clone());
                     top.insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
                     if let Some(iv) = &index_var {
                         top.insert(iv.clone(), Value::from(i));
                         top.insert("ansible_index_var".into(), Value::from(iv.clone()));
                     }
-                    if extended {
-                        top.insert("ansible_loop".into(), json!({
+                    let loop_info = extended.then(|| {
+                        let mut l = json!({
                             "index": i + 1, "index0": i, "revindex": n - i, "revindex0": n - i - 1,
                             "first": i == 0, "last": i + 1 == n, "length": n,
-                            "previtem": if i > 0 { items[i - 1].clone() } else { Value::Null },
-                            "nextitem": items.get(i + 1).cloned().unwrap_or(Value::Null),
                             "allitems": items.clone(),
-                        }));
+                        });
+                        if i > 0 {
+                            l["previtem"] = items[i - 1].clone();
+                        }
+                        if let Some(next) = items.get(i + 1) {
+                            l["nextitem"] = next.clone();
+                        }
+                        l
+                    });
+                    if let Some(l) = &loop_info {
+                        top.insert("ansible_loop".into(), l.clone());
                     }
-                    let item_view = self.view(pc, inner, host, Some(Arc::new(top)), hv);
+                    let item_view = view.with_data(Arc::new(top));
                     let (st, mut r, ex) = self
                         .run_item(pc, t, inner, host, &item_view, Some(item))
                         .await;
+                    if let Some(v) = &ex.set_vars {
+                        item_facts.extend(v.clone());
+                    }
                     extras.merge(ex);
                     if let Value::Object(m) = &mut r {
                         m.insert(loop_var.clone(), item.clone());
@@ -449,6 +471,9 @@ impl Runner {
                         if let Some(iv) = &index_var {
                             m.insert(iv.clone(), Value::from(i));
                             m.insert("ansible_index_var".into(), Value::from(iv.clone()));
+                        }
+                        if let Some(l) = loop_info {
+                            m.insert("ansible_loop".into(), l);
                         }
                     }
                     any_changed |= st == Status::Changed;
@@ -464,15 +489,25 @@ impl Runner {
                         };
                     }
                 }
-                let mut agg = json!({"results": results, "changed": any_changed, "msg": if any_failed { "One or more items failed" } else { "All items completed" }});
+                // Ansible's shape: `failed` only when an item failed; an empty loop is skipped.
+                let mut agg = json!({"results": results, "changed": any_changed});
+                if n == 0 {
+                    agg["skipped"] = Value::Bool(true);
+                    agg["skipped_reason"] = Value::from("No items in the list");
+                } else {
+                    agg["skipped"] = Value::Bool(all_skipped);
+                    agg["msg"] = Value::from(if any_failed {
+                        "One or more items failed"
+                    } else if all_skipped {
+                        "All items skipped"
+                    } else {
+                        "All items completed"
+                    });
+                }
                 if any_failed {
                     agg["failed"] = Value::Bool(true);
-                } else {
-                    agg["failed"] = Value::Bool(false);
                 }
-                if all_skipped {
-                    agg["skipped"] = Value::Bool(true);
-                }
+                let all_skipped = all_skipped || n == 0;
                 let status = if any_failed {
                     Status::Failed
                 } else if all_skipped {
@@ -610,9 +645,9 @@ impl Runner {
                     })
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                let r = json!({"changed": false, "failed": false, "add_host": {"host_name": name, "groups": groups, "host_vars": vars}});
+                let r = json!({"changed": true, "failed": false, "add_host": {"host_name": name, "groups": groups, "host_vars": vars}});
                 extras.add_hosts.push(r["add_host"].clone());
-                return (Status::Ok, r, extras);
+                return (Status::Changed, r, extras);
             }
             "group_by" => {
                 let key = args.get("key").map(value_text).unwrap_or_default();
@@ -629,6 +664,16 @@ impl Runner {
                 );
             }
             _ => {}
+        }
+        if module == "debug" {
+            let wanted = args.get("verbosity").and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))).unwrap_or(0);
+            if wanted > u64::from(self.opts.verbosity) {
+                return (
+                    Status::Skipped,
+                    json!({"changed": false, "skipped": true, "skipped_reason": "Verbosity threshold not met."}),
+                    extras,
+                );
+            }
         }
         let Some(imp) = modules::lookup(module) else {
             return err(
@@ -741,8 +786,9 @@ impl Runner {
                         v.as_u64()
                             .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
                     })
+                    // ansible-core 2.19 makes `retries` the total number of attempts.
                     .unwrap_or(3)
-                    + 1
+                    .max(1)
             }
             None => 1,
         };
@@ -789,18 +835,7 @@ impl Runner {
                 if let Some(reg) = &t.own.register {
                     top.insert(reg.clone(), value.clone());
                 }
-                let rv = VarView::new(
-                    {
-                        let mut l = view.layers().clone();
-                        l.push(Arc::new(top));
-                        l
-                    },
-                    crate::vars::Magic {
-                        values: vec![self.host_magic(host), pc.magic.read().unwrap().clone()],
-                        hostvars: Some(self.hostvars(pc.vars.clone())),
-                    },
-                    self.templar.clone(),
-                );
+                let rv = view.with_data(Arc::new(top));
                 let rctx = rv.context();
                 if let Some(cw) = &t.own.changed_when {
                     match self.templar.eval_condition(cw, &rctx) {
@@ -907,6 +942,11 @@ impl Runner {
             passed.tags.clear();
             let child_scope = scope.child(&passed);
             let hv = self.hostvars(pc.vars.clone());
+            self.emit(Event::TaskStart {
+                play: pc.name.clone(),
+                task: t.display_name(),
+                path: format!("{}:{}", t.span.path().display(), t.span.line),
+            });
             let mut groups: Vec<(String, Value, Vec<String>)> = Vec::new();
             for h in &hosts {
                 let view = self.view(&pc, &own, h, None, &hv);
@@ -942,10 +982,17 @@ impl Runner {
                     .and_then(Value::as_str)
                     .unwrap_or("item")
                     .to_string();
+                let looped = t.own.loop_.is_some();
+                let mut item_results = Vec::new();
+                let mut host_failed = false;
                 for item in items {
                     let mut top = VarMap::new();
                     if let Some(i) = &item {
                         top.insert(loop_var.clone(), i.clone());
+                    }
+                    let mut item_result = top.clone();
+                    if looped {
+                        item_result.insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
                     }
                     let iview = self.view(&pc, &own, h, Some(Arc::new(top.clone())), &hv);
                     let ictx = iview.context();
@@ -957,10 +1004,13 @@ impl Runner {
                             Err(e) => {
                                 self.include_failed(&pc, &t, h, e.at(&t.span));
                                 ok = false;
+                                host_failed = true;
                             }
                         }
                     }
                     if !ok {
+                        item_result.insert("skipped".into(), Value::Bool(true));
+                        item_results.push(Value::Object(item_result));
                         continue;
                     }
                     let target = match &t.kind {
@@ -976,9 +1026,11 @@ impl Runner {
                         Ok(v) => value_text(&v),
                         Err(e) => {
                             self.include_failed(&pc, &t, h, e.at(&t.span));
+                            host_failed = true;
                             continue;
                         }
                     };
+                    item_results.push(Value::Object(item_result));
                     let key = Value::Object(top);
                     match groups
                         .iter_mut()
@@ -987,6 +1039,9 @@ impl Runner {
                         Some((_, _, hs)) => hs.push(h.clone()),
                         None => groups.push((target, key, vec![h.clone()])),
                     }
+                }
+                if !host_failed {
+                    self.include_result(&pc, &t, h, looped, item_results);
                 }
             }
             for (target, item_vars, group_hosts) in groups {
@@ -1053,13 +1108,46 @@ impl Runner {
         })
     }
 
-    fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error) {
-        let msg = e.render();
-        self.emit(Event::TaskStart {
+    /// Reports what an include did on a host: included (ok) or skipped by its condition.
+    fn include_result(&self, pc: &PlayCtx, t: &Task, host: &str, looped: bool, items: Vec<Value>) {
+        let skipped_item = |i: &Value| i.get("skipped") == Some(&Value::Bool(true));
+        let all_skipped = items.iter().all(skipped_item);
+        let (status, result) = if looped {
+            let mut r = json!({"changed": false, "skipped": all_skipped && !items.is_empty(), "results": items});
+            if r["results"].as_array().is_some_and(|a| a.is_empty()) {
+                r["skipped"] = Value::Bool(true);
+                r["skipped_reason"] = Value::from("No items in the list");
+            } else {
+                r["msg"] = Value::from(if all_skipped { "All items skipped" } else { "All items completed" });
+            }
+            (if r["skipped"] == Value::Bool(true) { Status::Skipped } else { Status::Ok }, r)
+        } else if all_skipped {
+            (Status::Skipped, json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False"}))
+        } else {
+            (Status::Ok, json!({"changed": false}))
+        };
+        self.with_state(host, |s| {
+            if status == Status::Skipped {
+                s.counts.skipped += 1;
+            } else {
+                s.counts.ok += 1;
+            }
+        });
+        self.emit(Event::HostResult {
             play: pc.name.clone(),
             task: t.display_name(),
-            path: format!("{}:{}", t.span.path().display(), t.span.line),
+            host: host.to_string(),
+            delegated_to: None,
+            status,
+            changed: false,
+            ignored: false,
+            result,
+            display: None,
         });
+    }
+
+    fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error) {
+        let msg = e.render();
         self.with_state(host, |s| {
             s.counts.failed += 1;
             s.failed = true;

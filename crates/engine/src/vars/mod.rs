@@ -51,25 +51,50 @@ pub fn has_template(v: &Value) -> bool {
 }
 
 /// An ordered stack of variable layers, lowest precedence first.
+///
+/// A layer is either written by the user (its strings are templates, rendered when
+/// read) or data the run produced (registered results, `set_fact` values, facts),
+/// which is already rendered and must never be templated again.
 #[derive(Clone, Default, Debug)]
-pub struct Layers(pub Vec<Arc<VarMap>>);
+pub struct Layers(pub Vec<Arc<VarMap>>, Vec<bool>);
 
 impl Layers {
-    /// Adds a layer on top.
+    /// Layers of user-written (templated) variables, lowest first.
+    pub fn from_maps(maps: Vec<Arc<VarMap>>) -> Layers {
+        let n = maps.len();
+        Layers(maps, vec![true; n])
+    }
+
+    /// Adds a layer of user-written variables on top.
     pub fn push(&mut self, layer: Arc<VarMap>) {
         if !layer.is_empty() {
             self.0.push(layer);
+            self.1.push(true);
+        }
+    }
+
+    /// Adds a layer of run-time data (never templated) on top.
+    pub fn push_data(&mut self, layer: Arc<VarMap>) {
+        if !layer.is_empty() {
+            self.0.push(layer);
+            self.1.push(false);
         }
     }
 
     /// The raw (untemplated) value of a variable: the highest layer that has it wins,
     /// except that mappings found in several layers are deep-merged.
     pub fn raw(&self, key: &str) -> Option<Value> {
-        let mut found: Vec<&Value> = Vec::new();
-        for layer in self.0.iter().rev() {
+        self.lookup(key).map(|(v, _)| v)
+    }
+
+    /// Like [`Layers::raw`], also saying whether the value may hold templates
+    /// (false when it comes only from data layers).
+    pub fn lookup(&self, key: &str) -> Option<(Value, bool)> {
+        let mut found: Vec<(&Value, bool)> = Vec::new();
+        for (layer, templated) in self.0.iter().zip(self.1.iter()).rev() {
             if let Some(v) = layer.get(key) {
                 let is_map = v.is_object();
-                found.push(v);
+                found.push((v, *templated));
                 if !is_map {
                     break;
                 }
@@ -77,15 +102,17 @@ impl Layers {
         }
         match found.len() {
             0 => None,
-            1 => Some(found[0].clone()),
+            1 => Some((found[0].0.clone(), found[0].1)),
             _ => {
                 // found is highest first; the lowest entry may be a non-mapping that the maps replace.
-                let mut iter = found.into_iter().rev().skip_while(|v| !v.is_object());
-                let mut acc = iter.next()?.clone();
-                for v in iter {
+                let mut iter = found.into_iter().rev().skip_while(|(v, _)| !v.is_object());
+                let (first, mut templated) = iter.next()?;
+                let mut acc = first.clone();
+                for (v, t) in iter {
                     deep_merge(&mut acc, v);
+                    templated |= t;
                 }
-                Some(acc)
+                Some((acc, templated))
             }
         }
     }
@@ -136,6 +163,14 @@ impl VarView {
         })
     }
 
+    /// The same view with one more layer of run-time data on top (a loop item, a
+    /// registered result for `changed_when`).
+    pub fn with_data(self: &Arc<Self>, top: Arc<VarMap>) -> Arc<VarView> {
+        let mut layers = self.layers.clone();
+        layers.push_data(top);
+        VarView::new(layers, self.magic.clone(), self.templar.clone())
+    }
+
     /// This view as a template context.
     pub fn context(self: &Arc<Self>) -> minijinja::Value {
         minijinja::Value::from_dyn_object(self.clone())
@@ -168,8 +203,8 @@ impl VarView {
         if let Some(v) = self.cache.lock().unwrap().get(key) {
             return Some(v.clone());
         }
-        let raw = self.layers.raw(key)?;
-        let value = if has_template(&raw) {
+        let (raw, templated) = self.layers.lookup(key)?;
+        let value = if templated && has_template(&raw) {
             {
                 let mut stack = self.resolving.lock().unwrap();
                 if stack.iter().any(|k| k == key) {
@@ -302,7 +337,7 @@ mod tests {
 
     #[test]
     fn higher_layers_win_and_maps_merge() {
-        let layers = Layers(vec![
+        let layers = Layers::from_maps(vec![
             layer(json!({"k": {"a": 1, "b": {"x": 1}}, "s": "low", "l": [1]})),
             layer(json!({"k": {"b": {"y": 2}}, "s": "high", "l": [2]})),
         ]);
@@ -317,12 +352,12 @@ mod tests {
 
     #[test]
     fn scalar_above_map_replaces() {
-        let layers = Layers(vec![
+        let layers = Layers::from_maps(vec![
             layer(json!({"k": {"a": 1}})),
             layer(json!({"k": "flat"})),
         ]);
         assert_eq!(layers.raw("k").unwrap(), json!("flat"));
-        let layers = Layers(vec![
+        let layers = Layers::from_maps(vec![
             layer(json!({"k": "flat"})),
             layer(json!({"k": {"a": 1}})),
         ]);
@@ -332,7 +367,7 @@ mod tests {
     #[test]
     fn lazy_templates_and_cycles() {
         let t = Arc::new(Templar::new());
-        let layers = Layers(vec![layer(
+        let layers = Layers::from_maps(vec![layer(
             json!({"a": "{{ b }}-x", "b": "{{ c | default('d') }}", "p": "{{ q }}", "q": "{{ p }}"}),
         )]);
         let view = VarView::new(layers, Magic::default(), t.clone());
