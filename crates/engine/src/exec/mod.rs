@@ -66,6 +66,8 @@ pub struct Outcome {
 #[derive(Debug, Default, Clone)]
 struct HostState {
     facts: Arc<VarMap>,
+    /// `include_vars` results: user-written, templated when read, below `set_fact`.
+    included: Arc<VarMap>,
     runtime: Arc<VarMap>,
     counts: Counts,
     failed: bool,
@@ -316,6 +318,7 @@ impl Runner {
         l.push(self.inventory_vars(host));
         l.push_data(st.facts.clone());
         l.push(play_vars.clone());
+        l.push(st.included.clone());
         l.push_data(st.runtime.clone());
         l.push(self.extra.clone());
         l
@@ -397,6 +400,7 @@ impl Runner {
         for v in &scope.vars {
             l.push(v.clone());
         }
+        l.push(st.included.clone());
         l.push_data(st.runtime.clone());
         // Role parameters beat set_fact (Ansible's precedence), but stay private to the role.
         for r in &scope.roles {
@@ -905,7 +909,6 @@ impl Runner {
                     if selected.contains(h) {
                         self.with_state(h, |s| s.ended = true);
                     } else {
-                        self.with_state(h, |s| s.counts.skipped += 1);
                         self.emit(Event::HostResult {
                             play: pc.name.clone(),
                             task: t.display_name(),
@@ -914,7 +917,7 @@ impl Runner {
                             status: crate::report::Status::Skipped,
                             changed: false,
                             ignored: false,
-                            result: serde_json::json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False"}),
+                            result: serde_json::json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False", "msg": format!("end_host conditional evaluated to false, continuing execution for {}", h)}),
                             display: None,
                         });
                     }

@@ -27,6 +27,7 @@ struct HostOutcome {
     display: Option<Value>,
     facts: Option<VarMap>,
     set_vars: Option<VarMap>,
+    included: Option<VarMap>,
     add_hosts: Vec<Value>,
     group_by: Vec<String>,
     no_log: bool,
@@ -238,6 +239,14 @@ impl Runner {
                     s.facts = Arc::new(facts);
                 });
             }
+            if let Some(v) = &o.included {
+                let target = fact_target(h);
+                self.with_state(&target, |s| {
+                    let mut inc = (*s.included).clone();
+                    inc.extend(v.clone());
+                    s.included = Arc::new(inc);
+                });
+            }
             if let Some(v) = &o.set_vars {
                 self.set_runtime(&fact_target(h), v.clone());
             }
@@ -341,6 +350,7 @@ impl Runner {
             display: None,
             facts: None,
             set_vars: None,
+            included: None,
             add_hosts: Vec::new(),
             group_by: Vec::new(),
             no_log,
@@ -525,6 +535,7 @@ impl Runner {
         outcome.delegated = extras.delegated;
         outcome.facts = extras.facts;
         outcome.set_vars = extras.set_vars;
+        outcome.included = extras.included;
         outcome.add_hosts = extras.add_hosts;
         outcome.group_by = extras.group_by;
         outcome.display = extras.display;
@@ -898,6 +909,8 @@ impl Runner {
                 if let Some(Value::Object(f)) = value.get("ansible_facts") {
                     if module == "setup" {
                         extras.facts = Some(f.clone());
+                    } else if module == "include_vars" {
+                        extras.included = Some(f.clone());
                     } else {
                         extras.set_vars = Some(f.clone());
                     }
@@ -1112,6 +1125,8 @@ impl Runner {
     fn include_result(&self, pc: &PlayCtx, t: &Task, host: &str, looped: bool, items: Vec<Value>) {
         let skipped_item = |i: &Value| i.get("skipped") == Some(&Value::Bool(true));
         let all_skipped = items.iter().all(skipped_item);
+        // Ansible counts a looped include once per item it included.
+        let included = if looped { items.iter().filter(|i| !skipped_item(i)).count() as u32 } else { 1 };
         let (status, result) = if looped {
             let mut r = json!({"changed": false, "skipped": all_skipped && !items.is_empty(), "results": items});
             if r["results"].as_array().is_some_and(|a| a.is_empty()) {
@@ -1130,7 +1145,7 @@ impl Runner {
             if status == Status::Skipped {
                 s.counts.skipped += 1;
             } else {
-                s.counts.ok += 1;
+                s.counts.ok += included;
             }
         });
         self.emit(Event::HostResult {
@@ -1171,6 +1186,7 @@ impl Runner {
 struct Extras {
     delegated: Option<String>,
     facts: Option<VarMap>,
+    included: Option<VarMap>,
     set_vars: Option<VarMap>,
     add_hosts: Vec<Value>,
     group_by: Vec<String>,
@@ -1184,6 +1200,11 @@ impl Extras {
             let mut cur = self.facts.take().unwrap_or_default();
             crate::vars::merge_maps(&mut cur, &f);
             self.facts = Some(cur);
+        }
+        if let Some(v) = o.included {
+            let mut cur = self.included.take().unwrap_or_default();
+            cur.extend(v);
+            self.included = Some(cur);
         }
         if let Some(v) = o.set_vars {
             let mut cur = self.set_vars.take().unwrap_or_default();

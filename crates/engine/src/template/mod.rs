@@ -39,9 +39,9 @@ pub fn is_template(s: &str) -> bool {
 }
 
 /// When the whole string is one `{{ expr }}`, the expression inside.
+/// Text around the braces (even a newline) makes it a string, as in Ansible's native mode.
 fn single_expression(s: &str) -> Option<&str> {
-    let t = s.trim();
-    let inner = t.strip_prefix("{{")?.strip_suffix("}}")?;
+    let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
     if inner.contains("{{") || inner.contains("}}") || inner.contains("{%") {
         return None;
     }
@@ -278,7 +278,7 @@ mod tests {
         );
         assert_eq!(
             t.render_str("{{ n }}\n", &ctx).unwrap(),
-            serde_json::json!(3)
+            serde_json::json!("3\n")
         );
     }
 
