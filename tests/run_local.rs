@@ -533,3 +533,40 @@ fn file_modules_are_idempotent_with_check_and_diff() {
     let diff = &check.result("template", "h1")["result"]["diff"][0];
     assert_eq!(diff["after"], "changed 1\n");
 }
+
+#[test]
+fn add_host_group_by_add_hostvars_and_result() {
+    let p = project(
+        r#"
+- hosts: h1
+  gather_facts: false
+  tasks:
+    - name: add
+      add_host: {name: dyn1, groups: [dynamic], ansible_connection: local, color: blue}
+    - name: hostvars for all
+      add_hostvars:
+        hosts: all
+        vars: {cluster_name: demo}
+    - name: report
+      result: {installed: "{{ cluster_name }}"}
+- hosts: dynamic
+  gather_facts: false
+  tasks:
+    - name: dynamic host
+      debug: msg="{{ inventory_hostname }} {{ color }} {{ group_names }}"
+- hosts: all:!dynamic
+  gather_facts: false
+  tasks:
+    - name: group
+      group_by: {key: "n_{{ n }}"}
+    - name: groups made
+      debug: msg="{{ groups['n_2'] }} {{ cluster_name }}"
+"#,
+    );
+    let r = p.run_json(&[]);
+    r.code(0);
+    assert_eq!(r.msg("dynamic host", "dyn1"), json!("dyn1 blue ['dynamic']"));
+    assert_eq!(r.msg("groups made", "h3"), json!("['h2'] demo"));
+    let result = r.events().into_iter().find(|e| e["event"] == "result").expect("result event");
+    assert_eq!(result["data"], json!({"installed": "demo"}));
+}

@@ -170,6 +170,8 @@ pub(crate) struct Runner {
     conns: Mutex<HashMap<String, Arc<dyn Connection>>>,
     config: Arc<VarMap>,
     extra: Arc<VarMap>,
+    /// Values the `result` module reported, shown at the end of the run.
+    results: Mutex<VarMap>,
 }
 
 /// Loads a playbook and runs it; errors in the files come back as `Err` (exit code 4).
@@ -200,6 +202,7 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
         conns: Mutex::new(HashMap::new()),
         config: Arc::new(opts.config.clone()),
         extra: Arc::new(opts.extra_vars.clone()),
+        results: Mutex::new(VarMap::new()),
         opts,
     });
     for play in playbook.plays {
@@ -227,6 +230,10 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
         } else if (st.counts.unreachable > 0 || st.unreachable) && code == 0 {
             code = 3;
         }
+    }
+    let results = runner.results.lock().unwrap().clone();
+    if !results.is_empty() {
+        runner.reporter.event(&Event::Result { data: Value::Object(results) });
     }
     runner.reporter.event(&Event::Recap {
         hosts: recap,

@@ -28,6 +28,8 @@ struct HostOutcome {
     facts: Option<VarMap>,
     set_vars: Option<VarMap>,
     included: Option<VarMap>,
+    host_vars: Vec<(String, VarMap)>,
+    result_values: Option<VarMap>,
     add_hosts: Vec<Value>,
     group_by: Vec<String>,
     no_log: bool,
@@ -97,7 +99,7 @@ impl Runner {
                 _ => String::new(),
             };
             let run_once = match self.flag(&inner.attrs.run_once, &first_view.context()) {
-                Ok(b) => b || module == "add_host",
+                Ok(b) => b || module == "add_host" || module == "add_hostvars",
                 Err(_) => false,
             };
             let targets = if run_once {
@@ -258,6 +260,12 @@ impl Runner {
                 });
             }
         }
+        for (h, vars) in &o.host_vars {
+            self.set_runtime(h, vars.clone());
+        }
+        if let Some(r) = &o.result_values {
+            crate::vars::merge_maps(&mut self.results.lock().unwrap(), r);
+        }
         if !o.add_hosts.is_empty() || !o.group_by.is_empty() {
             {
                 let mut inv = self.inventory.write().unwrap();
@@ -351,6 +359,8 @@ impl Runner {
             facts: None,
             set_vars: None,
             included: None,
+            host_vars: Vec::new(),
+            result_values: None,
             add_hosts: Vec::new(),
             group_by: Vec::new(),
             no_log,
@@ -536,6 +546,8 @@ impl Runner {
         outcome.facts = extras.facts;
         outcome.set_vars = extras.set_vars;
         outcome.included = extras.included;
+        outcome.host_vars = extras.host_vars;
+        outcome.result_values = extras.result;
         outcome.add_hosts = extras.add_hosts;
         outcome.group_by = extras.group_by;
         outcome.display = extras.display;
@@ -659,6 +671,36 @@ impl Runner {
                 let r = json!({"changed": true, "failed": false, "add_host": {"host_name": name, "groups": groups, "host_vars": vars}});
                 extras.add_hosts.push(r["add_host"].clone());
                 return (Status::Changed, r, extras);
+            }
+            "add_hostvars" => {
+                let pattern = match args.get("hosts") {
+                    Some(Value::Array(a)) => a.iter().map(value_text).collect::<Vec<_>>().join(":"),
+                    Some(v) => value_text(v),
+                    None => return err(Error::new(ErrorKind::ModuleArgs, "add_hostvars needs `hosts` (a host pattern)").at(&t.span)),
+                };
+                let Some(Value::Object(vars)) = args.get("vars") else {
+                    return err(Error::new(ErrorKind::ModuleArgs, "add_hostvars needs `vars` (a mapping)").at(&t.span));
+                };
+                if let Some(k) = args.keys().find(|k| *k != "hosts" && *k != "vars") {
+                    return err(Error::new(ErrorKind::ModuleArgs, format!("add_hostvars: unknown argument `{}`", k))
+                        .help("valid arguments of `add_hostvars` are: hosts, vars")
+                        .at(&t.span));
+                }
+                let hosts = match self.inventory.read().unwrap().select(&pattern) {
+                    Ok(h) => h,
+                    Err(e) => return err(e.at(&t.span)),
+                };
+                for h in &hosts {
+                    extras.host_vars.push((h.clone(), vars.clone()));
+                }
+                return (Status::Changed, json!({"changed": true, "failed": false, "hosts": hosts}), extras);
+            }
+            "result" => {
+                if args.is_empty() {
+                    return err(Error::new(ErrorKind::ModuleArgs, "result needs at least one value to report").at(&t.span));
+                }
+                extras.result = Some(args.clone());
+                return (Status::Ok, json!({"changed": false, "failed": false}), extras);
             }
             "group_by" => {
                 let key = args.get("key").map(value_text).unwrap_or_default();
@@ -1184,6 +1226,10 @@ impl Runner {
 /// Side effects of a module run besides its result.
 #[derive(Default)]
 struct Extras {
+    /// `add_hostvars`: variables for other hosts.
+    host_vars: Vec<(String, VarMap)>,
+    /// `result`: values reported at the end of the run.
+    result: Option<VarMap>,
     delegated: Option<String>,
     facts: Option<VarMap>,
     included: Option<VarMap>,
@@ -1212,6 +1258,12 @@ impl Extras {
             self.set_vars = Some(cur);
         }
         self.add_hosts.extend(o.add_hosts);
+        self.host_vars.extend(o.host_vars);
+        if let Some(r) = o.result {
+            let mut cur = self.result.take().unwrap_or_default();
+            crate::vars::merge_maps(&mut cur, &r);
+            self.result = Some(cur);
+        }
         self.group_by.extend(o.group_by);
     }
 }

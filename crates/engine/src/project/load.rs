@@ -121,6 +121,7 @@ pub const STRUCTURAL: &[&str] = &[
     "add_hostvars",
     "include",
     "import_playbook",
+    "result",
 ];
 
 /// Loads files, remembering what the current file and role are.

@@ -93,6 +93,11 @@ pub enum Event {
         /// The warning.
         msg: String,
     },
+    /// Values playbooks reported with the `result` module, merged over the run.
+    Result {
+        /// The merged values.
+        data: Value,
+    },
     /// The run is over.
     Recap {
         /// Totals per host, in inventory order.
@@ -253,6 +258,7 @@ pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
             out
         }
         Event::Warning { msg } => format!("[WARNING]: {}", msg),
+        Event::Result { data } => format!("{}\n{}", banner("RESULT"), pretty(data)),
         Event::Recap { hosts, elapsed_s } => {
             let mut out = banner("PLAY RECAP");
             let width = hosts.keys().map(|h| h.len()).max().unwrap_or(0).max(20);
