@@ -565,8 +565,15 @@ fn add_host_group_by_add_hostvars_and_result() {
     );
     let r = p.run_json(&[]);
     r.code(0);
-    assert_eq!(r.msg("dynamic host", "dyn1"), json!("dyn1 blue ['dynamic']"));
+    assert_eq!(
+        r.msg("dynamic host", "dyn1"),
+        json!("dyn1 blue ['dynamic']")
+    );
     assert_eq!(r.msg("groups made", "h3"), json!("['h2'] demo"));
-    let result = r.events().into_iter().find(|e| e["event"] == "result").expect("result event");
+    let result = r
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "result")
+        .expect("result event");
     assert_eq!(result["data"], json!({"installed": "demo"}));
 }

@@ -233,7 +233,9 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
     }
     let results = runner.results.lock().unwrap().clone();
     if !results.is_empty() {
-        runner.reporter.event(&Event::Result { data: Value::Object(results) });
+        runner.reporter.event(&Event::Result {
+            data: Value::Object(results),
+        });
     }
     runner.reporter.event(&Event::Recap {
         hosts: recap,
@@ -269,11 +271,7 @@ impl Runner {
         f(hosts.entry(host.to_string()).or_default())
     }
 
-    fn play_magic(
-        &self,
-        all_play_hosts: &[String],
-        play_name: &str,
-    ) -> VarMap {
+    fn play_magic(&self, all_play_hosts: &[String], play_name: &str) -> VarMap {
         let inv = self.inventory.read().unwrap();
         let mut m = VarMap::new();
         let groups: serde_json::Map<String, Value> = inv
@@ -293,7 +291,10 @@ impl Runner {
         );
         if let Some(inv) = &self.opts.inventory_path {
             let inv = std::fs::canonicalize(inv).unwrap_or(inv.clone());
-            m.insert("inventory_file".into(), Value::from(inv.display().to_string()));
+            m.insert(
+                "inventory_file".into(),
+                Value::from(inv.display().to_string()),
+            );
             if let Some(d) = inv.parent() {
                 m.insert("inventory_dir".into(), Value::from(d.display().to_string()));
             }
@@ -533,14 +534,23 @@ impl Runner {
                 self.with_state(h, |s| s.ended = false);
             }
             if hosts.is_empty() {
-                self.emit(Event::PlayStart { play: play.name.clone(), hosts: Vec::new() });
-                self.warn(format!("no hosts matched the play's pattern {}", play.hosts));
+                self.emit(Event::PlayStart {
+                    play: play.name.clone(),
+                    hosts: Vec::new(),
+                });
+                self.warn(format!(
+                    "no hosts matched the play's pattern {}",
+                    play.hosts
+                ));
                 return Ok(true);
             }
             let batches = serial_batches(&play.serial, &hosts)?;
             for batch in batches {
                 let pc = Arc::new(self.prepare_play(&play, &batch, &hosts)?);
-                self.emit(Event::PlayStart { play: pc.name.clone(), hosts: batch.clone() });
+                self.emit(Event::PlayStart {
+                    play: pc.name.clone(),
+                    hosts: batch.clone(),
+                });
                 self.clone().run_batch(pc.clone()).await?;
                 if pc.fatal.load(Ordering::SeqCst) {
                     return Ok(false);
@@ -586,21 +596,37 @@ impl Runner {
             for host in batch {
                 let view = VarView::new(
                     self.base_layers(host, &play_vars),
-                    Magic { values: vec![self.host_magic(host)], hostvars: None },
+                    Magic {
+                        values: vec![self.host_magic(host)],
+                        hostvars: None,
+                    },
                     self.templar.clone(),
                 );
                 let ctx = view.context();
                 let mut merged = VarMap::new();
                 for (file, span) in &play.vars_files {
-                    let rendered = self.templar.render_value(file, &ctx).map_err(|e| e.at(span))?;
+                    let rendered = self
+                        .templar
+                        .render_value(file, &ctx)
+                        .map_err(|e| e.at(span))?;
                     let candidates: Vec<String> = match rendered {
-                        Value::Array(items) => items.iter().map(crate::project::value_text).collect(),
+                        Value::Array(items) => {
+                            items.iter().map(crate::project::value_text).collect()
+                        }
                         other => vec![crate::project::value_text(&other)],
                     };
-                    let Some(path) = candidates.iter().map(|c| play.dir.join(c)).find(|p| p.is_file()) else {
+                    let Some(path) = candidates
+                        .iter()
+                        .map(|c| play.dir.join(c))
+                        .find(|p| p.is_file())
+                    else {
                         return Err(Error::new(
                             ErrorKind::Io,
-                            format!("vars file {} not found (for host {})", candidates.join(" or "), host),
+                            format!(
+                                "vars file {} not found (for host {})",
+                                candidates.join(" or "),
+                                host
+                            ),
                         )
                         .at(span));
                     };
@@ -716,7 +742,12 @@ impl Runner {
             let states = self.hosts.lock().unwrap();
             pc.batch
                 .iter()
-                .filter(|h| states.get(*h).map(|s| !s.failed && !s.unreachable).unwrap_or(true))
+                .filter(|h| {
+                    states
+                        .get(*h)
+                        .map(|s| !s.failed && !s.unreachable)
+                        .unwrap_or(true)
+                })
                 .cloned()
                 .collect()
         };
@@ -957,9 +988,16 @@ impl Runner {
                     pc.batch
                         .iter()
                         .filter(|host| {
-                            let Some(s) = states.get(*host) else { return false };
-                            let hit = s.notified.iter().any(|n| *n == hname || listens.contains(n));
-                            hit && !s.unreachable && !s.ended && (!s.failed || pc.play.force_handlers)
+                            let Some(s) = states.get(*host) else {
+                                return false;
+                            };
+                            let hit = s
+                                .notified
+                                .iter()
+                                .any(|n| *n == hname || listens.contains(n));
+                            hit && !s.unreachable
+                                && !s.ended
+                                && (!s.failed || pc.play.force_handlers)
                         })
                         .cloned()
                         .collect()
@@ -972,7 +1010,9 @@ impl Runner {
                 }
                 let mut handler = h.clone();
                 handler.own.listen.clear();
-                self.clone().run_entry(pc.clone(), handler, targets, scope.clone()).await;
+                self.clone()
+                    .run_entry(pc.clone(), handler, targets, scope.clone())
+                    .await;
             }
             for host in &pc.batch {
                 self.with_state(host, |s| s.notified.clear());
@@ -992,9 +1032,19 @@ fn play_hosts_map(active: &[String]) -> VarMap {
 
 /// Gathers defaults and vars of roles applied statically (`roles:`, `import_role`,
 /// their dependencies), which Ansible exposes to the whole play.
-fn collect_static_roles(tasks: &[Task], defaults: &mut Vec<Arc<VarMap>>, vars: &mut Vec<Arc<VarMap>>) {
+fn collect_static_roles(
+    tasks: &[Task],
+    defaults: &mut Vec<Arc<VarMap>>,
+    vars: &mut Vec<Arc<VarMap>>,
+) {
     for t in tasks {
-        if let TaskKind::Block { block, rescue, always, role } = &t.kind {
+        if let TaskKind::Block {
+            block,
+            rescue,
+            always,
+            role,
+        } = &t.kind
+        {
             if let Some(r) = role {
                 if !defaults.iter().any(|d| Arc::ptr_eq(d, &r.role.defaults)) {
                     defaults.push(r.role.defaults.clone());

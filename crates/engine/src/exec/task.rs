@@ -120,7 +120,10 @@ impl Runner {
                 self.opts.forks.max(1)
             };
             let sem = Arc::new(tokio::sync::Semaphore::new(limit));
+            let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let total = targets.len();
             let futs = targets.iter().map(|h| {
+                let done = done.clone();
                 let (me, pc, t, inner, hv, sem, h) = (
                     self.clone(),
                     pc.clone(),
@@ -132,7 +135,10 @@ impl Runner {
                 );
                 async move {
                     let _permit = sem.acquire().await;
-                    me.run_on_host(&pc, &t, &inner, &h, &hv).await
+                    let o = me.clone().run_on_host(&pc, &t, &inner, &h, &hv).await;
+                    let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                    me.reporter.progress(n, total);
+                    o
                 }
             });
             let outcomes = futures::future::join_all(futs).await;
@@ -676,15 +682,28 @@ impl Runner {
                 let pattern = match args.get("hosts") {
                     Some(Value::Array(a)) => a.iter().map(value_text).collect::<Vec<_>>().join(":"),
                     Some(v) => value_text(v),
-                    None => return err(Error::new(ErrorKind::ModuleArgs, "add_hostvars needs `hosts` (a host pattern)").at(&t.span)),
+                    None => {
+                        return err(Error::new(
+                            ErrorKind::ModuleArgs,
+                            "add_hostvars needs `hosts` (a host pattern)",
+                        )
+                        .at(&t.span))
+                    }
                 };
                 let Some(Value::Object(vars)) = args.get("vars") else {
-                    return err(Error::new(ErrorKind::ModuleArgs, "add_hostvars needs `vars` (a mapping)").at(&t.span));
+                    return err(Error::new(
+                        ErrorKind::ModuleArgs,
+                        "add_hostvars needs `vars` (a mapping)",
+                    )
+                    .at(&t.span));
                 };
                 if let Some(k) = args.keys().find(|k| *k != "hosts" && *k != "vars") {
-                    return err(Error::new(ErrorKind::ModuleArgs, format!("add_hostvars: unknown argument `{}`", k))
-                        .help("valid arguments of `add_hostvars` are: hosts, vars")
-                        .at(&t.span));
+                    return err(Error::new(
+                        ErrorKind::ModuleArgs,
+                        format!("add_hostvars: unknown argument `{}`", k),
+                    )
+                    .help("valid arguments of `add_hostvars` are: hosts, vars")
+                    .at(&t.span));
                 }
                 let hosts = match self.inventory.read().unwrap().select(&pattern) {
                     Ok(h) => h,
@@ -693,14 +712,26 @@ impl Runner {
                 for h in &hosts {
                     extras.host_vars.push((h.clone(), vars.clone()));
                 }
-                return (Status::Changed, json!({"changed": true, "failed": false, "hosts": hosts}), extras);
+                return (
+                    Status::Changed,
+                    json!({"changed": true, "failed": false, "hosts": hosts}),
+                    extras,
+                );
             }
             "result" => {
                 if args.is_empty() {
-                    return err(Error::new(ErrorKind::ModuleArgs, "result needs at least one value to report").at(&t.span));
+                    return err(Error::new(
+                        ErrorKind::ModuleArgs,
+                        "result needs at least one value to report",
+                    )
+                    .at(&t.span));
                 }
                 extras.result = Some(args.clone());
-                return (Status::Ok, json!({"changed": false, "failed": false}), extras);
+                return (
+                    Status::Ok,
+                    json!({"changed": false, "failed": false}),
+                    extras,
+                );
             }
             "group_by" => {
                 let key = args.get("key").map(value_text).unwrap_or_default();
@@ -719,7 +750,13 @@ impl Runner {
             _ => {}
         }
         if module == "debug" {
-            let wanted = args.get("verbosity").and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))).unwrap_or(0);
+            let wanted = args
+                .get("verbosity")
+                .and_then(|v| {
+                    v.as_u64()
+                        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                })
+                .unwrap_or(0);
             if wanted > u64::from(self.opts.verbosity) {
                 return (
                     Status::Skipped,
@@ -1047,7 +1084,8 @@ impl Runner {
                     }
                     let mut item_result = top.clone();
                     if looped {
-                        item_result.insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
+                        item_result
+                            .insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
                     }
                     let iview = self.view(&pc, &own, h, Some(Arc::new(top.clone())), &hv);
                     let ictx = iview.context();
@@ -1168,18 +1206,36 @@ impl Runner {
         let skipped_item = |i: &Value| i.get("skipped") == Some(&Value::Bool(true));
         let all_skipped = items.iter().all(skipped_item);
         // Ansible counts a looped include once per item it included.
-        let included = if looped { items.iter().filter(|i| !skipped_item(i)).count() as u32 } else { 1 };
+        let included = if looped {
+            items.iter().filter(|i| !skipped_item(i)).count() as u32
+        } else {
+            1
+        };
         let (status, result) = if looped {
             let mut r = json!({"changed": false, "skipped": all_skipped && !items.is_empty(), "results": items});
             if r["results"].as_array().is_some_and(|a| a.is_empty()) {
                 r["skipped"] = Value::Bool(true);
                 r["skipped_reason"] = Value::from("No items in the list");
             } else {
-                r["msg"] = Value::from(if all_skipped { "All items skipped" } else { "All items completed" });
+                r["msg"] = Value::from(if all_skipped {
+                    "All items skipped"
+                } else {
+                    "All items completed"
+                });
             }
-            (if r["skipped"] == Value::Bool(true) { Status::Skipped } else { Status::Ok }, r)
+            (
+                if r["skipped"] == Value::Bool(true) {
+                    Status::Skipped
+                } else {
+                    Status::Ok
+                },
+                r,
+            )
         } else if all_skipped {
-            (Status::Skipped, json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False"}))
+            (
+                Status::Skipped,
+                json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False"}),
+            )
         } else {
             (Status::Ok, json!({"changed": false}))
         };

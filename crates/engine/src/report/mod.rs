@@ -111,6 +111,9 @@ pub enum Event {
 pub trait Reporter: Send + Sync {
     /// Handles one event.
     fn event(&self, event: &Event);
+
+    /// Hosts finished so far of the running task (for a live progress line).
+    fn progress(&self, _done: usize, _total: usize) {}
 }
 
 /// Output format for the terminal.
@@ -129,6 +132,9 @@ pub struct Output {
     verbosity: u8,
     journal: Mutex<Option<File>>,
     log: Mutex<Option<File>>,
+    /// A progress line is on the terminal and must be erased before the next output.
+    progress_shown: Mutex<bool>,
+    live: bool,
     /// The run directory, if one was created.
     pub run_dir: Option<PathBuf>,
 }
@@ -155,6 +161,8 @@ impl Output {
             verbosity,
             journal: Mutex::new(journal),
             log: Mutex::new(log),
+            progress_shown: Mutex::new(false),
+            live: format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr()),
             run_dir,
         })
     }
@@ -350,7 +358,26 @@ fn render_diff(d: &Value) -> String {
 }
 
 impl Reporter for Output {
+    fn progress(&self, done: usize, total: usize) {
+        // Only worth a line when a task spans many hosts, and only on a terminal.
+        if !self.live || total < 4 {
+            return;
+        }
+        let mut shown = self.progress_shown.lock().unwrap();
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r  {}/{} hosts done", done, total);
+        let _ = err.flush();
+        *shown = true;
+    }
+
     fn event(&self, event: &Event) {
+        {
+            let mut shown = self.progress_shown.lock().unwrap();
+            if *shown {
+                let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+                *shown = false;
+            }
+        }
         let json = serde_json::to_string(event).unwrap_or_default();
         if let Some(f) = self.journal.lock().unwrap().as_mut() {
             let _ = writeln!(f, "{}", json);
