@@ -117,6 +117,171 @@ pub fn split_words(line: &str) -> Vec<String> {
     words
 }
 
+/// Shell code that leaves `$?` at 0 when `pattern` matches an existing path on the host,
+/// like Python's `glob.glob(pattern)` being non-empty (what Ansible's `creates`/`removes`
+/// test). Glob characters stay unquoted so the host's shell expands them.
+pub fn path_matches(pattern: &str) -> String {
+    let mut word = String::new();
+    let mut lit = String::new();
+    let flush = |lit: &mut String, word: &mut String| {
+        if !lit.is_empty() {
+            word.push_str(&shell_quote(lit));
+            lit.clear();
+        }
+    };
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' | '?' => {
+                flush(&mut lit, &mut word);
+                word.push(c);
+            }
+            '[' => {
+                // A bracket expression stays unquoted only if it is closed and harmless.
+                let rest: String = chars.clone().collect();
+                match rest.find(']') {
+                    Some(i)
+                        if i > 0
+                            && rest[..i].chars().all(|c| {
+                                c.is_ascii_alphanumeric() || "!^-_.".contains(c)
+                            }) =>
+                    {
+                        flush(&mut lit, &mut word);
+                        word.push('[');
+                        word.push_str(&rest[..=i]);
+                        for _ in 0..=rest[..i].chars().count() {
+                            chars.next();
+                        }
+                    }
+                    _ => lit.push(c),
+                }
+            }
+            c => lit.push(c),
+        }
+    }
+    flush(&mut lit, &mut word);
+    if word.is_empty() {
+        word.push_str("''");
+    }
+    format!(
+        "( for kk_p in {}; do if [ -e \"$kk_p\" ] || [ -L \"$kk_p\" ]; then exit 0; fi; done; exit 1 )",
+        word
+    )
+}
+
+/// Shell statements that append `word` to `"$@"` after the expansion Ansible's
+/// `command` applies to each argument (`expand_argument_vars`, on by default): Python's
+/// `os.path.expandvars` (`$NAME`/`${NAME}` of the module's environment; unset ones stay
+/// as written) then `os.path.expanduser` (a leading `~` or `~user`). It runs on the host
+/// because that is where the environment is.
+fn expanded_arg(word: &str) -> String {
+    let mut out = String::from("kk_w=\n");
+    let mut rest = word;
+    if let Some(after) = rest.strip_prefix('~') {
+        let end = after.find('/').unwrap_or(after.len());
+        let user = &after[..end];
+        if user.is_empty() {
+            out.push_str("if [ -n \"${HOME+x}\" ]; then kk_w=${HOME%/}; else kk_w='~'; fi\n");
+            rest = &after[end..];
+        } else if user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            && !user.starts_with('-')
+        {
+            // The shell's tilde expansion in an assignment leaves unknown users as written.
+            out.push_str(&format!("kk_w=~{}\n", user));
+            rest = &after[end..];
+        }
+    }
+    let mut lit = String::new();
+    let flush = |lit: &mut String, out: &mut String| {
+        if !lit.is_empty() {
+            out.push_str(&format!("kk_w=\"$kk_w\"{}\n", shell_quote(lit)));
+            lit.clear();
+        }
+    };
+    let mut i = 0;
+    let b = rest.as_bytes();
+    while i < b.len() {
+        if b[i] == b'$' {
+            // Python's pattern: \$(\w+|\{[^}]*\}) with ASCII \w.
+            let (name, len) = if b.get(i + 1) == Some(&b'{') {
+                match rest[i + 2..].find('}') {
+                    Some(e) => (&rest[i + 2..i + 2 + e], e + 3),
+                    None => ("", 0),
+                }
+            } else {
+                let n = rest[i + 1..]
+                    .bytes()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == b'_')
+                    .count();
+                (&rest[i + 1..i + 1 + n], n + 1)
+            };
+            let ident = !name.is_empty()
+                && !name.as_bytes()[0].is_ascii_digit()
+                && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+            if len > 1 && ident {
+                flush(&mut lit, &mut out);
+                out.push_str(&format!(
+                    "if [ -n \"${{{n}+x}}\" ]; then kk_w=\"$kk_w${n}\"; else kk_w=\"$kk_w\"{lit}; fi\n",
+                    n = name,
+                    lit = shell_quote(&rest[i..i + len])
+                ));
+                i += len;
+                continue;
+            }
+        }
+        let ch = rest[i..].chars().next().unwrap_or('\0');
+        lit.push(ch);
+        i += ch.len_utf8().max(1);
+    }
+    flush(&mut lit, &mut out);
+    out.push_str("set -- \"$@\" \"$kk_w\"\n");
+    out
+}
+
+/// Whether `expanded_arg` would change anything for this word.
+fn needs_expansion(word: &str) -> bool {
+    word.contains('$') || word.starts_with('~')
+}
+
+/// The shell text that runs `words` as one program with its arguments.
+fn argv_script(words: &[String], expand: bool) -> String {
+    if expand && words.iter().any(|w| needs_expansion(w)) {
+        let mut s = String::from("set --\n");
+        for w in words {
+            if needs_expansion(w) {
+                s.push_str(&expanded_arg(w));
+            } else {
+                s.push_str(&format!("set -- \"$@\" {}\n", shell_quote(w)));
+            }
+        }
+        s.push_str("\"$@\"");
+        s
+    } else {
+        words
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Python's `str.rstrip("\r\n")`, which Ansible's `command` applies to its output.
+fn rstrip_newlines(s: &str) -> String {
+    s.trim_end_matches(['\r', '\n']).to_string()
+}
+
+/// Adds `stdout`/`stderr` and their `_lines` forms the way Ansible's action layer does.
+fn put_output(res: &mut ModuleResult, stdout: String, stderr: String) {
+    res.data.insert("stdout".into(), stdout.clone().into());
+    res.data.insert("stderr".into(), stderr.clone().into());
+    res.data
+        .insert("stdout_lines".into(), super::py_splitlines(&stdout));
+    res.data
+        .insert("stderr_lines".into(), super::py_splitlines(&stderr));
+}
+
 async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
     let name = match flavour {
         Flavour::Command => "command",
@@ -124,54 +289,41 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
         Flavour::Raw => "raw",
     };
     let a: CommandArgs = parse_args(name, raw, VALID)?;
-    let _ = (a.warn, a.expand_argument_vars);
-    let mut script = String::new();
-    if let Some(dir) = &a.chdir {
-        script.push_str(&format!("cd {} || exit 1\n", shell_quote(dir)));
+    let _ = a.warn;
+    let expand = a.expand_argument_vars.unwrap_or(true);
+    if flavour == Flavour::Raw {
+        return run_raw(ctx, &a).await;
     }
-    // creates/removes: decided on the host, in the same round trip as the command.
-    let mut guard = String::new();
-    if let Some(p) = &a.creates {
-        guard.push_str(&format!(
-            "if [ -e {} ]; then echo __KK_SKIP_CREATES__; exit 0; fi\n",
-            shell_quote(p)
-        ));
-    }
-    if let Some(p) = &a.removes {
-        guard.push_str(&format!(
-            "if [ ! -e {} ]; then echo __KK_SKIP_REMOVES__; exit 0; fi\n",
-            shell_quote(p)
-        ));
-    }
-    let body = match (flavour, &a.argv, &a._raw_params) {
-        (Flavour::Command, Some(argv), _) => argv
-            .iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" "),
-        (Flavour::Command, None, Some(line)) => split_words(line)
-            .iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" "),
-        (_, _, Some(line)) => match &a.executable {
-            Some(exe) if flavour == Flavour::Shell => {
-                format!("{} -c {}", shell_quote(exe), shell_quote(line))
-            }
-            _ => line.clone(),
+    let words: Option<Vec<String>> = match (&a.argv, &a._raw_params) {
+        (Some(argv), _) => Some(argv.clone()),
+        (None, Some(line)) if flavour == Flavour::Command => Some(split_words(line)),
+        _ => None,
+    };
+    let body = match (&words, &a._raw_params) {
+        (Some(words), _) if !words.is_empty() => argv_script(words, expand),
+        (None, Some(line)) if !line.trim().is_empty() => match &a.executable {
+            Some(exe) => format!("{} -c {}", shell_quote(exe), shell_quote(line)),
+            None => line.clone(),
         },
-        (_, Some(argv), None) => argv
-            .iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" "),
-        (_, None, None) => {
-            return Ok(ModuleResult::failed(format!(
-                "no command given to `{}`",
-                name
-            )));
+        _ => {
+            let mut r = ModuleResult::failed("no command given");
+            r.data.insert("rc".into(), 256.into());
+            return Ok(r);
         }
     };
+    // Ansible's result always has these keys, `null` until the command ran.
+    let mut res = ModuleResult::changed(false).msg("");
+    res.data.insert(
+        "cmd".into(),
+        match (&words, &a._raw_params) {
+            (Some(w), _) => serde_json::json!(w),
+            (None, Some(line)) => line.clone().into(),
+            _ => serde_json::Value::Null,
+        },
+    );
+    for k in ["start", "end", "delta"] {
+        res.data.insert(k.into(), serde_json::Value::Null);
+    }
     let stdin = a.stdin.as_ref().map(|s| {
         let mut s = s.clone();
         if a.stdin_add_newline {
@@ -179,78 +331,169 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
         }
         s.into_bytes()
     });
-    if ctx.check_mode && a.creates.is_none() && a.removes.is_none() {
-        return Ok(ModuleResult {
-            skipped: true,
-            msg: Some("skipped in check mode: a command cannot say what it would change".into()),
-            ..Default::default()
-        });
+    let mut script = String::new();
+    if let Some(dir) = &a.chdir {
+        script.push_str(&format!("cd {} || exit 1\n", shell_quote(dir)));
     }
-    if ctx.check_mode {
-        // Only the guard runs, so we can say whether the command would run.
-        let out = ctx
-            .exec(format!("{}echo __KK_WOULD_RUN__", guard), None)
-            .await?;
-        let would = String::from_utf8_lossy(&out.stdout).contains("__KK_WOULD_RUN__");
-        return Ok(ModuleResult::changed(would).msg(if would {
-            "command would run"
+    // creates/removes: decided on the host, in the same round trip as the command.
+    if let Some(p) = &a.creates {
+        script.push_str(&format!(
+            "if {}; then echo __KK_SKIP_CREATES__; exit 0; fi\n",
+            path_matches(p)
+        ));
+    }
+    if let Some(p) = &a.removes {
+        script.push_str(&format!(
+            "if ! {}; then echo __KK_SKIP_REMOVES__; exit 0; fi\n",
+            path_matches(p)
+        ));
+    }
+    let guarded = a.creates.is_some() || a.removes.is_some();
+    let shoulda = if ctx.check_mode { "Would" } else { "Did" };
+    let skip = |res: &mut ModuleResult, text: &str| -> bool {
+        let (msg, stdout) = if text.trim_end() == "__KK_SKIP_CREATES__" {
+            let p = a.creates.clone().unwrap_or_default();
+            (
+                format!("{} not run command since '{}' exists", shoulda, p),
+                format!("skipped, since {} exists", p),
+            )
+        } else if text.trim_end() == "__KK_SKIP_REMOVES__" {
+            let p = a.removes.clone().unwrap_or_default();
+            (
+                format!("{} not run command since '{}' does not exist", shoulda, p),
+                format!("skipped, since {} does not exist", p),
+            )
         } else {
-            "skipped, since the guard holds"
-        }));
+            return false;
+        };
+        res.msg = Some(msg);
+        res.data.insert("rc".into(), 0.into());
+        put_output(res, stdout, String::new());
+        true
+    };
+    if ctx.check_mode {
+        if guarded {
+            // Only the guard runs, so we can say whether the command would run.
+            script.push_str("echo __KK_WOULD_RUN__\n");
+            let out = ctx.exec(script, None).await?;
+            if skip(&mut res, &String::from_utf8_lossy(&out.stdout)) {
+                return Ok(res);
+            }
+            res.changed = true;
+        } else {
+            res.skipped = true;
+        }
+        res.msg = Some("Command would have run if not in check mode".into());
+        res.data.insert("rc".into(), 0.into());
+        put_output(&mut res, String::new(), String::new());
+        return Ok(res);
     }
-    // The command runs in a subshell so `exit` in it does not skip our guard bookkeeping.
-    script.push_str(&guard);
-    if stdin.is_some() || flavour != Flavour::Command {
+    if stdin.is_some() || flavour != Flavour::Command || body.contains('\n') {
         script.push_str(&body);
     } else {
         script.push_str(&format!("exec {}", body));
     }
     script.push('\n');
-    let start = std::time::SystemTime::now();
+    let start = chrono_now();
+    let t0 = std::time::Instant::now();
     let out = ctx.exec(script, stdin).await?;
-    let end = std::time::SystemTime::now();
-    let text = String::from_utf8_lossy(&out.stdout);
-    if text.trim_end() == "__KK_SKIP_CREATES__" || text.trim_end() == "__KK_SKIP_REMOVES__" {
-        let which = if text.contains("CREATES") {
-            format!(
-                "skipped, since {} exists",
-                a.creates.clone().unwrap_or_default()
-            )
-        } else {
-            format!(
-                "skipped, since {} does not exist",
-                a.removes.clone().unwrap_or_default()
-            )
-        };
-        return Ok(ModuleResult::changed(false)
-            .msg(which)
-            .with("rc", 0)
-            .with("stdout", "")
-            .with("stdout_lines", Vec::<String>::new()));
+    let delta = t0.elapsed();
+    let end = chrono_now();
+    if guarded && skip(&mut res, &String::from_utf8_lossy(&out.stdout)) {
+        return Ok(res);
     }
-    let mut res = ModuleResult::changed(true).with_output(&out);
-    if !a.strip_empty_ends {
-        res.data.insert(
-            "stdout".into(),
-            String::from_utf8_lossy(&out.stdout).into_owned().into(),
-        );
-    }
-    res.data.insert(
-        "cmd".into(),
-        match (&a.argv, &a._raw_params) {
-            (Some(argv), _) => serde_json::json!(argv),
-            (None, Some(line)) if flavour == Flavour::Command => {
-                serde_json::json!(split_words(line))
-            }
-            (None, Some(line)) => line.clone().into(),
-            _ => serde_json::Value::Null,
-        },
+    res.changed = true;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
     );
-    let delta = end.duration_since(start).unwrap_or_default();
+    if a.strip_empty_ends {
+        put_output(&mut res, rstrip_newlines(&stdout), rstrip_newlines(&stderr));
+    } else {
+        put_output(&mut res, stdout, stderr);
+    }
+    res.data.insert("rc".into(), out.rc.into());
+    res.data.insert("start".into(), start.into());
+    res.data.insert("end".into(), end.into());
+    let secs = delta.as_secs();
     res.data.insert(
         "delta".into(),
-        format!("0:00:{:09.6}", delta.as_secs_f64()).into(),
+        format!(
+            "{}:{:02}:{:02}.{:06}",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60,
+            delta.subsec_micros()
+        )
+        .into(),
     );
+    if out.rc != 0 {
+        res.failed = true;
+        res.msg = Some("non-zero return code".into());
+    }
+    Ok(res)
+}
+
+/// The local time as Python's `str(datetime.now())` prints it (`2024-01-02 03:04:05.678901`).
+fn chrono_now() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    // UTC: kk does not read the host's time zone database for this field.
+    let secs = now.as_secs() as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}",
+        y,
+        m,
+        d,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        now.subsec_micros()
+    )
+}
+
+/// `raw`: the line goes to the shell as is; output is kept as the host printed it.
+async fn run_raw(ctx: &ModuleContext, a: &CommandArgs) -> Result<ModuleResult> {
+    if ctx.check_mode {
+        return Ok(ModuleResult {
+            skipped: true,
+            ..Default::default()
+        });
+    }
+    let line = match (&a._raw_params, &a.argv) {
+        (Some(line), _) => line.clone(),
+        (None, Some(argv)) => argv
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, None) => return Ok(ModuleResult::failed("no command given to `raw`")),
+    };
+    let script = match &a.executable {
+        Some(exe) => format!("{} -c {}\n", shell_quote(exe), shell_quote(&line)),
+        None => format!("{}\n", line),
+    };
+    let out = ctx.exec(script, None).await?;
+    let mut res = ModuleResult::changed(true);
+    put_output(
+        &mut res,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    res.data.insert("rc".into(), out.rc.into());
     if out.rc != 0 {
         res.failed = true;
         res.msg = Some("non-zero return code".into());
@@ -288,7 +531,95 @@ impl Module for Raw {
 
 #[cfg(test)]
 mod tests {
-    use super::split_words;
+    use super::super::remote::testutil::{args, ctx};
+    use super::*;
+    use serde_json::json;
+
+    async fn cmd(c: &ModuleContext, flavour: Flavour, a: serde_json::Value) -> ModuleResult {
+        run(flavour, c, args(a)).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn command_expands_vars_like_ansible() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx(dir.path(), json!({}));
+        c.env = vec![
+            ("KK_A".into(), "x y".into()),
+            ("KK_EMPTY".into(), "".into()),
+            ("HOME".into(), "/home/kk".into()),
+        ];
+        let r = cmd(
+            &c,
+            Flavour::Command,
+            json!({"_raw_params": "printf '%s|' $KK_A ${KK_A}z $KK_UNSET_X '$KK_EMPTY' ~/d ~ a~ $1 'it''s' \"q\\\"\""}),
+        )
+        .await;
+        assert_eq!(r.msg.as_deref(), Some(""));
+        assert_eq!(
+            r.data["stdout"],
+            json!("x y|x yz|$KK_UNSET_X||/home/kk/d|/home/kk|a~|$1|its|q\"|")
+        );
+        let r = cmd(
+            &c,
+            Flavour::Command,
+            json!({"argv": ["echo", "$KK_A"], "expand_argument_vars": false}),
+        )
+        .await;
+        assert_eq!(r.data["stdout"], json!("$KK_A"));
+        let r = cmd(&c, Flavour::Command, json!({"argv": ["echo", "$KK_A", "|", "cat"]})).await;
+        assert_eq!(r.data["stdout"], json!("x y | cat"));
+    }
+
+    #[tokio::test]
+    async fn results_have_ansibles_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx(dir.path(), json!({}));
+        let r = cmd(&c, Flavour::Shell, json!({"_raw_params": "printf 'a\\n\\n'; exit 2"})).await;
+        assert!(r.failed && r.changed);
+        assert_eq!(r.msg.as_deref(), Some("non-zero return code"));
+        assert_eq!(r.data["stdout"], json!("a"));
+        let r = cmd(&c, Flavour::Raw, json!({"_raw_params": "echo a; echo b"})).await;
+        assert_eq!(r.data["stdout"], json!("a\nb\n"));
+        assert_eq!(r.data["stdout_lines"], json!(["a", "b"]));
+        assert_eq!(r.msg, None);
+        let marker = dir.path().join("m*");
+        std::fs::write(dir.path().join("m1"), "").unwrap();
+        let m = marker.to_str().unwrap();
+        let r = cmd(&c, Flavour::Command, json!({"_raw_params": "false", "creates": m})).await;
+        assert!(!r.changed && !r.failed);
+        assert_eq!(r.data["rc"], json!(0));
+        assert_eq!(r.data["stdout"], json!(format!("skipped, since {} exists", m)));
+        assert_eq!(
+            r.msg.unwrap(),
+            format!("Did not run command since '{}' exists", m)
+        );
+        let r = cmd(&c, Flavour::Command, json!({"_raw_params": "true", "removes": m})).await;
+        assert!(r.changed && r.msg.as_deref() == Some(""));
+        c.check_mode = true;
+        let r = cmd(&c, Flavour::Command, json!({"_raw_params": "touch x"})).await;
+        assert!(r.skipped && !r.changed);
+        assert_eq!(
+            r.msg.as_deref(),
+            Some("Command would have run if not in check mode")
+        );
+        assert_eq!(r.data["rc"], json!(0));
+        let r = cmd(&c, Flavour::Command, json!({"_raw_params": "touch x", "removes": m})).await;
+        assert!(!r.skipped && r.changed);
+        let r = cmd(&c, Flavour::Command, json!({"_raw_params": "touch x", "creates": m})).await;
+        assert!(!r.skipped && !r.changed);
+        assert!(r.msg.unwrap().starts_with("Would not run command since"));
+        assert!(!dir.path().join("x").exists());
+        assert!(cmd(&c, Flavour::Raw, json!({"_raw_params": "touch x"})).await.skipped);
+    }
+
+    #[test]
+    fn splitlines_like_python() {
+        assert_eq!(
+            super::super::py_splitlines("a\r\nb\rc\n\nd\n"),
+            json!(["a", "b", "c", "", "d"])
+        );
+        assert_eq!(super::super::py_splitlines(""), json!([]));
+    }
 
     #[test]
     fn words() {

@@ -136,7 +136,32 @@ impl ModuleResult {
 }
 
 fn lines(s: &str) -> Value {
-    Value::Array(s.lines().map(|l| Value::String(l.to_string())).collect())
+    py_splitlines(s)
+}
+
+/// Python's `str.splitlines()` as a JSON list: Ansible builds `stdout_lines` with it, so
+/// `\r`, `\x0b`, `\x0c`, `\x1c`–`\x1e`, `\x85`, U+2028 and U+2029 break lines too.
+pub fn py_splitlines(s: &str) -> Value {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                out.push(Value::String(std::mem::take(&mut cur)));
+            }
+            '\n' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => out.push(Value::String(std::mem::take(&mut cur))),
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(Value::String(cur));
+    }
+    Value::Array(out)
 }
 
 /// Everything a module may use while it runs on one host.

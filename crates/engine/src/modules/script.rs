@@ -91,6 +91,7 @@ impl Module for Script {
             )
             .at_opt(ctx.span.as_ref())
         })?;
+        // creates/removes: Ansible's action tests them before anything else and skips.
         let mut guard = String::new();
         if let Some(p) = &a.creates {
             guard.push_str(&format!(
@@ -104,25 +105,37 @@ impl Module for Script {
                 shell_quote(p)
             ));
         }
+        let skip = |text: &str| -> Option<ModuleResult> {
+            let msg = match text.trim_end() {
+                "__KK_SKIP_CREATES__" => format!(
+                    "{} exists, matching creates option",
+                    a.creates.clone().unwrap_or_default()
+                ),
+                "__KK_SKIP_REMOVES__" => format!(
+                    "{} does not exist, matching removes option",
+                    a.removes.clone().unwrap_or_default()
+                ),
+                _ => return None,
+            };
+            Some(ModuleResult {
+                skipped: true,
+                msg: Some(msg),
+                ..Default::default()
+            })
+        };
         if ctx.check_mode {
             if guard.is_empty() {
                 return Ok(ModuleResult {
                     skipped: true,
-                    msg: Some(
-                        "skipped in check mode: a script cannot say what it would change".into(),
-                    ),
+                    msg: Some("Check mode is not supported for this task.".into()),
                     ..Default::default()
                 });
             }
-            let out = ctx
-                .exec(format!("{}echo __KK_WOULD_RUN__", guard), None)
-                .await?;
-            let would = String::from_utf8_lossy(&out.stdout).contains("__KK_WOULD_RUN__");
-            return Ok(ModuleResult::changed(would).msg(if would {
-                "script would run"
-            } else {
-                "skipped, since the guard holds"
-            }));
+            let out = ctx.exec(guard, None).await?;
+            if let Some(r) = skip(&String::from_utf8_lossy(&out.stdout)) {
+                return Ok(r);
+            }
+            return Ok(ModuleResult::changed(true));
         }
         let interp = match &a.executable {
             Some(e) => e.clone(),
@@ -135,26 +148,18 @@ impl Module for Script {
         }
         s.push_str(&format!("{} \"$kk_tmp\" {} < /dev/null\n", interp, rest));
         let out = ctx.exec(s, Some(data)).await?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        if text.trim_end() == "__KK_SKIP_CREATES__" || text.trim_end() == "__KK_SKIP_REMOVES__" {
-            let msg = if text.contains("CREATES") {
-                format!(
-                    "skipped, since {} exists",
-                    a.creates.clone().unwrap_or_default()
-                )
-            } else {
-                format!(
-                    "skipped, since {} does not exist",
-                    a.removes.clone().unwrap_or_default()
-                )
-            };
-            return Ok(ModuleResult::changed(false)
-                .msg(msg)
-                .with("rc", 0)
-                .with("stdout", "")
-                .with("stderr", ""));
+        if let Some(r) = skip(&String::from_utf8_lossy(&out.stdout)) {
+            return Ok(r);
         }
-        let mut res = ModuleResult::changed(true).with_output(&out);
+        // Like `raw`, the output is kept as printed (trailing newline included).
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let mut res = ModuleResult::changed(true)
+            .with("rc", out.rc)
+            .with("stdout_lines", super::py_splitlines(&stdout))
+            .with("stderr_lines", super::py_splitlines(&stderr))
+            .with("stdout", stdout)
+            .with("stderr", stderr);
         if out.rc != 0 {
             res.failed = true;
             res.msg = Some("non-zero return code".into());
@@ -201,8 +206,9 @@ mod tests {
             .await
             .unwrap();
         assert!(r.changed && !r.failed);
-        assert_eq!(r.data["stdout"], json!("hi one two three"));
-        assert_eq!(r.data["stderr"], json!("err"));
+        assert_eq!(r.data["stdout"], json!("hi one two three\n"));
+        assert_eq!(r.data["stdout_lines"], json!(["hi one two three"]));
+        assert_eq!(r.data["stderr"], json!("err\n"));
         let r = Script
             .run(&c, args(json!({"_raw_params": "hello.sh a b 3"})))
             .await
@@ -217,7 +223,8 @@ mod tests {
             )
             .await
             .unwrap();
-        assert!(!r.changed);
+        assert!(!r.changed && r.skipped);
+        assert!(r.msg.unwrap().ends_with(" exists, matching creates option"));
         c.check_mode = true;
         assert!(
             Script
