@@ -142,9 +142,9 @@ pub fn path_matches(pattern: &str) -> String {
                 match rest.find(']') {
                     Some(i)
                         if i > 0
-                            && rest[..i].chars().all(|c| {
-                                c.is_ascii_alphanumeric() || "!^-_.".contains(c)
-                            }) =>
+                            && rest[..i]
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || "!^-_.".contains(c)) =>
                     {
                         flush(&mut lit, &mut word);
                         word.push('[');
@@ -566,7 +566,12 @@ mod tests {
         )
         .await;
         assert_eq!(r.data["stdout"], json!("$KK_A"));
-        let r = cmd(&c, Flavour::Command, json!({"argv": ["echo", "$KK_A", "|", "cat"]})).await;
+        let r = cmd(
+            &c,
+            Flavour::Command,
+            json!({"argv": ["echo", "$KK_A", "|", "cat"]}),
+        )
+        .await;
         assert_eq!(r.data["stdout"], json!("x y | cat"));
     }
 
@@ -574,7 +579,12 @@ mod tests {
     async fn results_have_ansibles_shape() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = ctx(dir.path(), json!({}));
-        let r = cmd(&c, Flavour::Shell, json!({"_raw_params": "printf 'a\\n\\n'; exit 2"})).await;
+        let r = cmd(
+            &c,
+            Flavour::Shell,
+            json!({"_raw_params": "printf 'a\\n\\n'; exit 2"}),
+        )
+        .await;
         assert!(r.failed && r.changed);
         assert_eq!(r.msg.as_deref(), Some("non-zero return code"));
         assert_eq!(r.data["stdout"], json!("a"));
@@ -585,15 +595,28 @@ mod tests {
         let marker = dir.path().join("m*");
         std::fs::write(dir.path().join("m1"), "").unwrap();
         let m = marker.to_str().unwrap();
-        let r = cmd(&c, Flavour::Command, json!({"_raw_params": "false", "creates": m})).await;
+        let r = cmd(
+            &c,
+            Flavour::Command,
+            json!({"_raw_params": "false", "creates": m}),
+        )
+        .await;
         assert!(!r.changed && !r.failed);
         assert_eq!(r.data["rc"], json!(0));
-        assert_eq!(r.data["stdout"], json!(format!("skipped, since {} exists", m)));
+        assert_eq!(
+            r.data["stdout"],
+            json!(format!("skipped, since {} exists", m))
+        );
         assert_eq!(
             r.msg.unwrap(),
             format!("Did not run command since '{}' exists", m)
         );
-        let r = cmd(&c, Flavour::Command, json!({"_raw_params": "true", "removes": m})).await;
+        let r = cmd(
+            &c,
+            Flavour::Command,
+            json!({"_raw_params": "true", "removes": m}),
+        )
+        .await;
         assert!(r.changed && r.msg.as_deref() == Some(""));
         c.check_mode = true;
         let r = cmd(&c, Flavour::Command, json!({"_raw_params": "touch x"})).await;
@@ -603,13 +626,27 @@ mod tests {
             Some("Command would have run if not in check mode")
         );
         assert_eq!(r.data["rc"], json!(0));
-        let r = cmd(&c, Flavour::Command, json!({"_raw_params": "touch x", "removes": m})).await;
+        let r = cmd(
+            &c,
+            Flavour::Command,
+            json!({"_raw_params": "touch x", "removes": m}),
+        )
+        .await;
         assert!(!r.skipped && r.changed);
-        let r = cmd(&c, Flavour::Command, json!({"_raw_params": "touch x", "creates": m})).await;
+        let r = cmd(
+            &c,
+            Flavour::Command,
+            json!({"_raw_params": "touch x", "creates": m}),
+        )
+        .await;
         assert!(!r.skipped && !r.changed);
         assert!(r.msg.unwrap().starts_with("Would not run command since"));
         assert!(!dir.path().join("x").exists());
-        assert!(cmd(&c, Flavour::Raw, json!({"_raw_params": "touch x"})).await.skipped);
+        assert!(
+            cmd(&c, Flavour::Raw, json!({"_raw_params": "touch x"}))
+                .await
+                .skipped
+        );
     }
 
     #[test]

@@ -111,11 +111,12 @@ impl Module for Template {
             let syntax = minijinja::syntax::SyntaxConfig::builder()
                 .trim_blocks(trim)
                 .lstrip_blocks(lstrip)
-                .keep_trailing_newline(true)
+                .keep_trailing_newline(false)
                 .build()
                 .map_err(|e| convert_error(e, &source))?;
             env.set_syntax(syntax);
             env.render_str(&source, &context)
+                .map(|r| crate::template::preserve_trailing_newlines(&source, r))
                 .map_err(|e| convert_error(e, &source))
         }
         .map_err(|e| {

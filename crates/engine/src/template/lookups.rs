@@ -261,25 +261,29 @@ fn template(state: &State, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<Value
         let term = term_str("template", t)?;
         let path = find_file(state, "template", "templates", &term)?;
         let text = read_text("template", &path)?;
-        let rendered = state.env().render_str(&text, ctx.clone()).map_err(|e| {
-            let detail = e
-                .detail()
-                .map(str::to_string)
-                .unwrap_or_else(|| e.kind().to_string());
-            let line = e
-                .line()
-                .map(|l| format!(" (line {})", l))
-                .unwrap_or_default();
-            Error::new(
-                e.kind(),
-                format!(
-                    "lookup('template'): rendering '{}' failed{}: {}",
-                    path.display(),
-                    line,
-                    detail
-                ),
-            )
-        })?;
+        let rendered = state
+            .env()
+            .render_str(&text, ctx.clone())
+            .map(|r| super::preserve_trailing_newlines(&text, r))
+            .map_err(|e| {
+                let detail = e
+                    .detail()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| e.kind().to_string());
+                let line = e
+                    .line()
+                    .map(|l| format!(" (line {})", l))
+                    .unwrap_or_default();
+                Error::new(
+                    e.kind(),
+                    format!(
+                        "lookup('template'): rendering '{}' failed{}: {}",
+                        path.display(),
+                        line,
+                        detail
+                    ),
+                )
+            })?;
         out.push(Value::from(rendered));
     }
     Ok(out)

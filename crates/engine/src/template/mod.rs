@@ -1,6 +1,7 @@
 //! Jinja templating with minijinja, configured the way Ansible users expect:
 //! strict undefined, native types for single-expression strings, trim_blocks on,
-//! trailing newlines kept, and Ansible's filters, tests and lookups.
+//! trailing newlines kept as Ansible keeps them, `None` written as nothing, and
+//! Ansible's filters, tests and lookups.
 
 use minijinja::{Environment, UndefinedBehavior};
 use serde_json::Value;
@@ -38,8 +39,21 @@ pub fn is_template(s: &str) -> bool {
     s.contains("{{") || s.contains("{%") || s.contains("{#")
 }
 
+/// Ansible's `_post_render_mutation`: Jinja drops a template's final newline (and
+/// `trim_blocks` may drop more), so the newlines missing at the end of a string
+/// result compared with the template are appended again.
+pub fn preserve_trailing_newlines(template: &str, mut result: String) -> String {
+    let want = template.len() - template.trim_end_matches('\n').len();
+    let have = result.len() - result.trim_end_matches('\n').len();
+    for _ in have..want {
+        result.push('\n');
+    }
+    result
+}
+
 /// When the whole string is one `{{ expr }}`, the expression inside.
-/// Text around the braces (even a newline) makes it a string, as in Ansible's native mode.
+/// Text around the braces (even a newline) makes it a string: a deliberate difference
+/// from Ansible 2.19, which drops one final newline first (`"{{ n }}\n"` is then 3).
 fn single_expression(s: &str) -> Option<&str> {
     let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
     if inner.contains("{{") || inner.contains("}}") || inner.contains("{%") {
@@ -58,10 +72,18 @@ impl Templar {
         env.set_syntax(
             minijinja::syntax::SyntaxConfig::builder()
                 .trim_blocks(true)
-                .keep_trailing_newline(true)
+                .keep_trailing_newline(false)
                 .build()
                 .expect("default delimiters are valid"),
         );
+        // Like Ansible, a `{{ }}` whose value is None writes nothing.
+        env.set_formatter(|out, state, value| {
+            if value.is_none() {
+                Ok(())
+            } else {
+                minijinja::escape_formatter(out, state, value)
+            }
+        });
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         env.set_recursion_limit(200);
         // Debug info lets errors name the undefined variable in release builds too.
@@ -101,14 +123,21 @@ impl Templar {
                 // Rendering as text fails with minijinja's explanation, which names the variable.
                 self.render_text(s, ctx)?;
             }
-            return to_json(&v, s);
+            return match to_json(&v, s)? {
+                Value::String(text) => Ok(Value::String(preserve_trailing_newlines(s, text))),
+                other => Ok(other),
+            };
         }
         self.render_text(s, ctx).map(Value::String)
     }
 
     /// Renders a string template to text (the `template` module's path).
+    /// Trailing newlines of the template are kept the way Ansible keeps them.
     pub fn render_text(&self, s: &str, ctx: &minijinja::Value) -> Result<String> {
-        self.env.render_str(s, ctx).map_err(|e| convert_error(e, s))
+        self.env
+            .render_str(s, ctx)
+            .map(|r| preserve_trailing_newlines(s, r))
+            .map_err(|e| convert_error(e, s))
     }
 
     /// Renders every string inside a value, recursively (keys too).
@@ -279,6 +308,26 @@ mod tests {
         assert_eq!(
             t.render_str("{{ n }}\n", &ctx).unwrap(),
             serde_json::json!("3\n")
+        );
+    }
+
+    #[test]
+    fn trailing_newlines_and_none_like_ansible() {
+        let t = Templar::new();
+        let ctx = to_mj(&serde_json::json!({"a": "hello", "n": 3, "z": null}));
+        let r = |s: &str| t.render_str(s, &ctx).unwrap();
+        assert_eq!(r("{{ a }}\n"), serde_json::json!("hello\n"));
+        assert_eq!(r("x{{ a }}\n\n"), serde_json::json!("xhello\n\n"));
+        assert_eq!(r(" {{ n }}"), serde_json::json!(" 3"));
+        assert_eq!(r("{{ z }}"), serde_json::json!(null));
+        assert_eq!(r("<{{ z }}> {{ [z] }}"), serde_json::json!("<> [None]"));
+        let text = t
+            .render_text("a\n{% if true %}b{% endif %}\n", &ctx)
+            .unwrap();
+        assert_eq!(text, "a\nb\n");
+        assert_eq!(
+            t.render_text("{% if true %}b\n{% endif %}", &ctx).unwrap(),
+            "b\n"
         );
     }
 
