@@ -51,6 +51,105 @@ pub fn preserve_trailing_newlines(template: &str, mut result: String) -> String 
     result
 }
 
+/// Ansible's `escape_backslashes` for an expression: backslashes inside string literals
+/// are doubled, so Jinja's unescaping gives back exactly what YAML produced
+/// (`regex_replace('(\\w+)', '\\1')` keeps its `\w` and `\1`). Ansible applies it to
+/// `{{ }}` in task data, not to template files, `{% %}` or conditionals.
+/// Returns the expression up to (not including) its closing `}}` when `until_close`,
+/// and the number of bytes consumed.
+fn escape_expr_strings(expr: &str, until_close: bool) -> (String, usize) {
+    let mut out = String::with_capacity(expr.len());
+    let mut depth = 0usize;
+    let mut chars = expr.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                out.push(c);
+                while let Some((_, d)) = chars.next() {
+                    if d == '\\' {
+                        out.push_str("\\\\");
+                        if let Some((_, e)) = chars.next() {
+                            // The target text keeps the backslash; an escaped
+                            // delimiter must stay escaped for the lexer.
+                            if e == '\\' {
+                                out.push_str("\\\\");
+                            } else if e == c {
+                                out.push('\\');
+                                out.push(e);
+                            } else {
+                                out.push(e);
+                            }
+                        }
+                        continue;
+                    }
+                    out.push(d);
+                    if d == c {
+                        break;
+                    }
+                }
+            }
+            '(' | '[' | '{' => {
+                depth += 1;
+                out.push(c);
+            }
+            ')' | ']' => {
+                depth = depth.saturating_sub(1);
+                out.push(c);
+            }
+            '}' => {
+                if until_close && depth == 0 && expr[i..].starts_with("}}") {
+                    return (out, i);
+                }
+                depth = depth.saturating_sub(1);
+                out.push(c);
+            }
+            '-' if until_close && depth == 0 && expr[i..].starts_with("-}}") => {
+                return (out, i);
+            }
+            c => out.push(c),
+        }
+    }
+    (out, expr.len())
+}
+
+/// Ansible's `escape_backslashes` over a whole template string: applied to every
+/// `{{ }}`; `{% raw %}` sections, `{% %}` tags and comments are left alone.
+fn escape_backslashes(src: &str) -> std::borrow::Cow<'_, str> {
+    if !src.contains('\\') {
+        return std::borrow::Cow::Borrowed(src);
+    }
+    let mut out = String::with_capacity(src.len() + 8);
+    let mut rest = src;
+    while let Some(pos) = rest.find('{') {
+        out.push_str(&rest[..pos]);
+        let here = &rest[pos..];
+        if let Some(body) = here.strip_prefix("{{") {
+            let (escaped, used) = escape_expr_strings(body, true);
+            out.push_str("{{");
+            out.push_str(&escaped);
+            rest = &body[used..];
+        } else if here.starts_with("{%") || here.starts_with("{#") {
+            let close = if here.starts_with("{%") { "%}" } else { "#}" };
+            let end = here[2..].find(close).map(|e| e + 4).unwrap_or(here.len());
+            let tag = &here[..end];
+            out.push_str(tag);
+            rest = &here[end..];
+            let word = tag.trim_start_matches(['{', '%', '-', '+']).trim_start();
+            if close == "%}" && word.starts_with("raw") {
+                // Everything up to the endraw tag is text.
+                let stop = rest.find("endraw").map(|e| e + 6).unwrap_or(rest.len());
+                out.push_str(&rest[..stop]);
+                rest = &rest[stop..];
+            }
+        } else {
+            out.push('{');
+            rest = &here[1..];
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// When the whole string is one `{{ expr }}`, the expression inside.
 /// Text around the braces (even a newline) makes it a string: a deliberate difference
 /// from Ansible 2.19, which drops one final newline first (`"{{ n }}\n"` is then 3).
@@ -62,6 +161,28 @@ fn single_expression(s: &str) -> Option<&str> {
     let inner = inner.strip_prefix('-').unwrap_or(inner);
     let inner = inner.strip_suffix('-').unwrap_or(inner);
     Some(inner.trim())
+}
+
+/// Python methods on values (`s.upper()`, `d.keys()` …) from minijinja_contrib, except
+/// `dict.items()`: Ansible turns its tuples into lists, so it renders as
+/// `[['a', 1], ['b', 2]]`.
+fn python_methods(
+    state: &mut minijinja::State,
+    value: &minijinja::Value,
+    method: &str,
+    args: &[minijinja::Value],
+) -> std::result::Result<minijinja::Value, minijinja::Error> {
+    if method == "items" && args.is_empty() && value.kind() == minijinja::value::ValueKind::Map {
+        let pairs = value
+            .try_iter()?
+            .map(|k| {
+                let v = value.get_item(&k)?;
+                Ok(minijinja::Value::from(vec![k, v]))
+            })
+            .collect::<std::result::Result<Vec<_>, minijinja::Error>>()?;
+        return Ok(minijinja::Value::from(pairs));
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
 }
 
 impl Templar {
@@ -89,7 +210,7 @@ impl Templar {
         // Debug info lets errors name the undefined variable in release builds too.
         env.set_debug(true);
         minijinja_contrib::add_to_environment(&mut env);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(python_methods);
         env.add_global("omit", OMIT);
         filters::register(&mut env);
         Templar { env }
@@ -116,8 +237,9 @@ impl Templar {
             return Ok(Value::String(s.to_string()));
         }
         if let Some(expr) = single_expression(s) {
+            let expr = escape_expr_strings(expr, false).0;
             let v = self
-                .eval_expr(expr, ctx)
+                .eval_expr(&expr, ctx)
                 .map_err(|e| e.note(format!("in `{}`", s)))?;
             if v.is_undefined() {
                 // Rendering as text fails with minijinja's explanation, which names the variable.
@@ -128,7 +250,11 @@ impl Templar {
                 other => Ok(other),
             };
         }
-        self.render_text(s, ctx).map(Value::String)
+        let escaped = escape_backslashes(s);
+        self.env
+            .render_str(&escaped, ctx)
+            .map(|r| Value::String(preserve_trailing_newlines(s, r)))
+            .map_err(|e| convert_error(e, &escaped))
     }
 
     /// Renders a string template to text (the `template` module's path).
@@ -328,6 +454,60 @@ mod tests {
         assert_eq!(
             t.render_text("{% if true %}b\n{% endif %}", &ctx).unwrap(),
             "b\n"
+        );
+    }
+
+    #[test]
+    fn backslashes_in_expressions_like_ansible() {
+        assert_eq!(
+            escape_backslashes(
+                r#"a\1 {{ x | f('\d', "\"") }} {% if '\n' %}{{ {'a': '\t'} }}{% endif %}"#
+            ),
+            r#"a\1 {{ x | f('\\d', "\\\"") }} {% if '\n' %}{{ {'a': '\\t'} }}{% endif %}"#
+        );
+        assert_eq!(
+            escape_backslashes(r"{% raw %}{{ '\1' }}{% endraw %}"),
+            r"{% raw %}{{ '\1' }}{% endraw %}"
+        );
+        let t = Templar::new();
+        let ctx = to_mj(&serde_json::json!({"v": "k8s.io"}));
+        assert_eq!(
+            t.render_str(r"{{ v | regex_replace('(\w+)\.(\w+)', '\2/\1') }}", &ctx)
+                .unwrap(),
+            serde_json::json!("io/k8s")
+        );
+        assert_eq!(
+            t.render_str(r"<{{ v | regex_replace('(\w+)\.(\w+)', '\2/\1') }}>", &ctx)
+                .unwrap(),
+            serde_json::json!("<io/k8s>")
+        );
+        let ctx = to_mj(&serde_json::json!({}));
+        assert_eq!(
+            t.render_str(r#"{{ 'a\'b' }} {{ "q\"" }}"#, &ctx).unwrap(),
+            serde_json::json!(r#"a\'b q\""#)
+        );
+    }
+
+    #[test]
+    fn dict_items_are_lists() {
+        let t = Templar::new();
+        let ctx = to_mj(&serde_json::json!({"d": {"b": 2, "a": 1}}));
+        assert_eq!(
+            t.render_str("{{ d.items() }}", &ctx).unwrap(),
+            serde_json::json!([["b", 2], ["a", 1]])
+        );
+        assert_eq!(
+            t.render_str("{{ d.items() | list }} {{ d.keys() | list }}", &ctx)
+                .unwrap(),
+            serde_json::json!("[['b', 2], ['a', 1]] ['b', 'a']")
+        );
+        assert_eq!(
+            t.render_str(
+                "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}",
+                &ctx
+            )
+            .unwrap(),
+            serde_json::json!("b=2;a=1;")
         );
     }
 
