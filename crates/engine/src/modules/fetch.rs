@@ -120,27 +120,20 @@ impl Module for Fetch {
             ctx.search_dirs.last().map(PathBuf::as_path),
         );
         let target_s = target.display().to_string();
+        // Ansible's texts; a missing file or a directory fails the task unless
+        // `fail_on_missing: false`.
         if !st.exists {
             let msg = "the remote file does not exist, not transferring, ignored";
-            if a.fail_on_missing {
-                return Err(Error::new(
-                    ErrorKind::Runtime,
-                    format!("fetch: {} does not exist on the host", src),
-                )
-                .help("set `fail_on_missing: false` to carry on without it")
-                .at_opt(ctx.span.as_ref()));
-            }
-            return Ok(ModuleResult::ok().msg(msg).with("file", src));
+            let mut r = ModuleResult::ok().msg(msg).with("file", src.clone());
+            r.failed = a.fail_on_missing;
+            return Ok(r);
         }
         if st.kind == FileKind::Dir {
-            return Err(Error::new(
-                ErrorKind::Runtime,
-                format!(
-                    "fetch: {} is a directory, fetch cannot work on directories",
-                    src
-                ),
-            )
-            .at_opt(ctx.span.as_ref()));
+            let msg = "remote file is a directory, fetch cannot work on directories";
+            if a.fail_on_missing {
+                return Ok(ModuleResult::failed(msg));
+            }
+            return Ok(ModuleResult::ok().msg(format!("{}, not transferring, ignored", msg)));
         }
         let remote_sum = st.checksum.clone().ok_or_else(|| {
             Error::new(ErrorKind::Runtime, format!("fetch: cannot read {} on the host", src))
@@ -295,11 +288,20 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("flatt"));
         // missing
-        let e = Fetch
+        let r = Fetch
             .run(&c, args(json!({"src": "/nonexistent/kk", "dest": "x"})))
             .await
-            .unwrap_err();
-        assert!(e.message.contains("does not exist"));
+            .unwrap();
+        assert!(r.failed);
+        assert_eq!(
+            r.msg.as_deref(),
+            Some("the remote file does not exist, not transferring, ignored")
+        );
+        let r = Fetch
+            .run(&c, args(json!({"src": "/", "dest": "x"})))
+            .await
+            .unwrap();
+        assert!(r.failed && r.msg.unwrap().contains("is a directory"));
         let r = Fetch
             .run(
                 &c,

@@ -377,13 +377,30 @@ pub(crate) struct EditFinish<'a> {
     pub msg: String,
 }
 
+/// Whether a file Ansible just created (mode 0644 under the usual umask) needs a
+/// `chmod` to reach the requested mode.
+fn new_file_mode_differs(attrs: &Attrs) -> Result<bool> {
+    const CREATED: u32 = 0o644;
+    Ok(match &attrs.mode {
+        Some(m) => remote::apply_mode(CREATED, m, false)? != CREATED,
+        None => false,
+    })
+}
+
 /// Writes an edited file back only when its content changed (or sets attributes when
 /// only they differ), with check mode, diff and Ansible's result keys.
 pub(crate) async fn finish_edit(ctx: &ModuleContext, f: EditFinish<'_>) -> Result<ModuleResult> {
     let old = f.st.content.clone().unwrap_or_default();
     // A missing file is only created when the edit produced something to say.
     let content_changed = (!f.st.exists || old != f.new) && (f.st.exists || !f.msg.is_empty());
-    let attrs_changed = f.st.exists && f.attrs.differ(f.st)?;
+    let attrs_changed = if f.st.exists {
+        f.attrs.differ(f.st)?
+    } else {
+        // Ansible creates the file as 0666 minus the umask (022 assumed here), then
+        // reports the mode change when `mode` asks for another; not in check mode,
+        // where it returns before looking at attributes.
+        content_changed && !ctx.check_mode && new_file_mode_differs(&f.attrs)?
+    };
     let mut msg = f.msg.clone();
     if attrs_changed {
         if !msg.is_empty() {
@@ -724,7 +741,20 @@ mod tests {
             .await
             .unwrap();
         assert!(r.changed);
+        assert_eq!(r.msg.as_deref(), Some("line added"));
         assert_eq!(std::fs::read_to_string(&n).unwrap(), "x\n");
+        let n2 = dir.path().join("sub/new2");
+        let r = LineInFile
+            .run(
+                &c,
+                args(json!({"path": n2.to_str().unwrap(), "line": "x", "create": true, "mode": "0600"})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            r.msg.as_deref(),
+            Some("line added and ownership, perms or SE linux context changed")
+        );
         let e = LineInFile
             .run(
                 &c,
