@@ -938,15 +938,6 @@ impl Runner {
                         Ok(b) => {
                             value["failed"] = Value::Bool(b);
                             value["failed_when_result"] = Value::Bool(b);
-                            if !b {
-                                if let Some(m) = value.as_object_mut() {
-                                    if m.get("msg").and_then(Value::as_str)
-                                        == Some("non-zero return code")
-                                    {
-                                        m.remove("msg");
-                                    }
-                                }
-                            }
                         }
                         Err(e) => return err(e.at(&t.span).note("in `failed_when`")),
                     }

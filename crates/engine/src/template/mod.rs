@@ -150,11 +150,12 @@ fn escape_backslashes(src: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// When the whole string is one `{{ expr }}`, the expression inside.
-/// Text around the braces (even a newline) makes it a string: a deliberate difference
-/// from Ansible 2.19, which drops one final newline first (`"{{ n }}\n"` is then 3).
+/// When the whole string is one `{{ expr }}`, the expression inside. As in Ansible 2.19,
+/// one final newline is dropped first (`"{{ n }}\n"` is the number; a string result gets
+/// its newline back); any other text around the braces makes the result a string.
 fn single_expression(s: &str) -> Option<&str> {
-    let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
+    let body = s.strip_suffix('\n').unwrap_or(s);
+    let inner = body.strip_prefix("{{")?.strip_suffix("}}")?;
     if inner.contains("{{") || inner.contains("}}") || inner.contains("{%") {
         return None;
     }
@@ -433,7 +434,7 @@ mod tests {
         );
         assert_eq!(
             t.render_str("{{ n }}\n", &ctx).unwrap(),
-            serde_json::json!("3\n")
+            serde_json::json!(3)
         );
     }
 
