@@ -170,6 +170,19 @@ async fn run(playbook: PathBuf, common: Box<Common>) -> Result<i32, Error> {
     Ok(outcome.exit_code)
 }
 
+/// Resolves on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -188,11 +201,25 @@ fn main() -> ExitCode {
                     return ExitCode::from(1);
                 }
             };
-            match rt.block_on(run(playbook, common)) {
-                Ok(code) => code,
-                Err(e) => {
+            let outcome = rt.block_on(async {
+                tokio::select! {
+                    r = run(playbook, common) => Some(r),
+                    _ = interrupted() => None,
+                }
+            });
+            // Dropping the run's futures killed the commands it had started.
+            rt.shutdown_timeout(std::time::Duration::from_secs(2));
+            match outcome {
+                Some(Ok(code)) => code,
+                Some(Err(e)) => {
                     eprint!("{}", e.render());
                     e.exit_code()
+                }
+                None => {
+                    eprintln!(
+                        "\ninterrupted: the run was stopped; commands it had started were killed"
+                    );
+                    99
                 }
             }
         }

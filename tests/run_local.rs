@@ -577,3 +577,126 @@ fn add_host_group_by_add_hostvars_and_result() {
         .expect("result event");
     assert_eq!(result["data"], json!({"installed": "demo"}));
 }
+
+#[test]
+fn become_environment_timeout_throttle_and_pause() {
+    let p = project(
+        r#"
+- hosts: all
+  gather_facts: false
+  environment: {KK_PLAY_ENV: play}
+  tasks:
+    - name: become another user
+      command: id -un
+      become: true
+      become_user: nobody
+      register: who
+      when: n == 1
+    - name: env
+      shell: echo "$KK_PLAY_ENV $KK_TASK_ENV"
+      environment: {KK_TASK_ENV: "task-{{ n }}"}
+      register: env
+    - name: show env
+      debug: msg="{{ env.stdout }}"
+    - name: too slow
+      command: sleep 5
+      timeout: 1
+      ignore_errors: true
+      when: n == 1
+    - name: throttled
+      shell: "echo start $(date +%s%N) >> {{ playbook_dir }}/throttle.log; sleep 0.2; echo end $(date +%s%N) >> {{ playbook_dir }}/throttle.log"
+      throttle: 1
+    - name: pause
+      pause: {seconds: 0}
+"#,
+    );
+    let started = std::time::Instant::now();
+    let r = p.run_json(&[]);
+    r.code(0);
+    assert!(
+        started.elapsed().as_secs() < 5,
+        "timeout must stop the sleep"
+    );
+    assert_eq!(
+        r.result("become another user", "h1")["result"]["stdout"],
+        "nobody"
+    );
+    assert_eq!(r.msg("show env", "h2"), json!("play task-2"));
+    let slow = r.result("too slow", "h1");
+    assert_eq!(slow["status"], "failed");
+    assert!(
+        slow["result"]["msg"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 1 seconds"),
+        "{}",
+        slow
+    );
+    // With throttle 1 no two hosts overlap: starts and ends alternate.
+    let log = p.read("throttle.log");
+    let kinds: Vec<&str> = log.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["start", "end", "start", "end", "start", "end"],
+        "{log}"
+    );
+}
+
+#[test]
+fn unreachable_host_is_not_failed_and_exit_code_is_3() {
+    let p = Project::new();
+    p.file(
+        "inventory.yaml",
+        "kind: Inventory\nspec:\n  hosts:\n    up: {connector: {type: local}}\n    down: {connector: {type: ssh, host: 127.0.0.1, port: 1}}\n",
+    )
+    .file("site.yaml", "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: ping\n      command: \"true\"\n    - name: after\n      debug: msg=ok\n");
+    let r = p.run_json(&[]);
+    r.code(3);
+    assert_eq!(r.status("ping", "down"), "unreachable");
+    assert_eq!(r.status("after", "up"), "ok");
+    assert_eq!(r.recap("down")["unreachable"], 1);
+    assert_eq!(r.recap("down")["failed"], 0);
+}
+
+#[test]
+fn interrupt_stops_the_run_and_its_commands() {
+    // A sleep with a duration no other process uses, so pgrep finds exactly it.
+    let marker = format!("sleep 29.{}", std::process::id());
+    let p = project(&format!("- hosts: h1\n  gather_facts: false\n  tasks:\n    - name: long\n      shell: \"{marker}; echo never\"\n"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kk"))
+        .args(["run", "site.yaml", "-i", "inventory.yaml"])
+        .current_dir(p.dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let running = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(running(), "the command never started");
+    unsafe_kill(child.id(), 2);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(99),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!running(), "the remote command was left running");
+}
+
+fn unsafe_kill(pid: u32, sig: i32) {
+    std::process::Command::new("kill")
+        .args([format!("-{}", sig), pid.to_string()])
+        .status()
+        .unwrap();
+}

@@ -68,6 +68,7 @@ impl Connection for LocalConnection {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| {
             Error::new(
@@ -75,6 +76,9 @@ impl Connection for LocalConnection {
                 format!("cannot start /bin/sh on the controller: {e}"),
             )
         })?;
+        // The command runs in its own process group; if the run stops waiting for it
+        // (timeout, Ctrl-C), the whole group is killed, not only the shell.
+        let mut group = child.id().map(|pid| GroupGuard(pid as i32));
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let mut input = Vec::new();
         if let Some(b) = &req.become_ {
@@ -113,10 +117,34 @@ impl Connection for LocalConnection {
             )
         })?;
         let _ = writer.await;
+        if let Some(g) = group.as_mut() {
+            g.disarm();
+        }
         Ok(ExecOutput {
             rc: output.status.code().unwrap_or(-1),
             stdout: output.stdout,
             stderr: output.stderr,
         })
+    }
+}
+
+/// Kills a command's process group when dropped before the command finished.
+struct GroupGuard(i32);
+
+impl GroupGuard {
+    /// The command finished on its own: nothing to kill.
+    fn disarm(&mut self) {
+        self.0 = 0;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.0 > 0 {
+            // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
+            unsafe {
+                libc::kill(-self.0, libc::SIGKILL);
+            }
+        }
     }
 }
