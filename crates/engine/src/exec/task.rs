@@ -427,7 +427,7 @@ impl Runner {
             },
         };
         let (status, result, extras) = match items {
-            None => self.run_item(pc, t, inner, host, &view, None).await,
+            None => self.run_item(pc, t, inner, host, &view).await,
             Some(items) => {
                 let lc = t
                     .own
@@ -484,9 +484,7 @@ impl Runner {
                         top.insert("ansible_loop".into(), l.clone());
                     }
                     let item_view = view.with_data(Arc::new(top));
-                    let (st, mut r, ex) = self
-                        .run_item(pc, t, inner, host, &item_view, Some(item))
-                        .await;
+                    let (st, mut r, ex) = self.run_item(pc, t, inner, host, &item_view).await;
                     if let Some(v) = &ex.set_vars {
                         item_facts.extend(v.clone());
                     }
@@ -578,9 +576,7 @@ impl Runner {
         inner: &Scope,
         host: &str,
         view: &Arc<VarView>,
-        item: Option<&Value>,
     ) -> (Status, Value, Extras) {
-        let _ = item;
         let ctx = view.context();
         let mut extras = Extras::default();
         let err = |e: Error| -> (Status, Value, Extras) {
