@@ -82,6 +82,9 @@ struct Common {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     output: OutputFormat,
+    /// Refuse SSH hosts whose key is not already in `<workdir>/known_hosts`.
+    #[arg(long)]
+    ssh_strict: bool,
     /// More output (-v, -vv …).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -145,6 +148,8 @@ fn build_options(playbook: PathBuf, c: &Common) -> Result<(RunOptions, PathBuf),
             roles_path: Vec::new(),
             inventory_path: c.inventory.clone(),
             verbosity: c.verbose,
+            workdir: workdir.clone(),
+            ssh_strict: c.ssh_strict,
         },
         workdir,
     ))
@@ -184,6 +189,16 @@ async fn interrupted() {
 }
 
 fn main() -> ExitCode {
+    // kk is its own SSH askpass helper: print the password file ssh was given, nothing else.
+    if let Ok(path) = std::env::var(kk_engine::connect::ssh::ASKPASS_ENV) {
+        return match std::fs::read_to_string(&path) {
+            Ok(pw) => {
+                println!("{}", pw.trim_end_matches('\n'));
+                ExitCode::SUCCESS
+            }
+            Err(_) => ExitCode::from(1),
+        };
+    }
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Version => {

@@ -1,6 +1,7 @@
 //! How commands reach a host. The executor and modules talk only to [`Connection`];
 //! `local` runs on the controller, `ssh` (a later addition) over one multiplexed master.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -8,6 +9,7 @@ use async_trait::async_trait;
 use crate::error::Result;
 
 pub mod local;
+pub mod ssh;
 
 /// Privilege escalation for one command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -105,6 +107,122 @@ pub trait Connection: Send + Sync {
 
     /// Closes the connection at the end of the run.
     async fn close(&self) {}
+}
+
+/// Where a run keeps connection state.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// `<workdir>/known_hosts` is the trust-on-first-use store.
+    pub workdir: std::path::PathBuf,
+    /// Refuse hosts whose key is not already known.
+    pub strict_host_keys: bool,
+}
+
+/// Chooses and prepares the connection for a host from its variables (`get` reads a
+/// templated variable): KubeKey's `connector:` map or Ansible's `ansible_*` names.
+/// Nothing is opened here; SSH connects on the first command.
+pub fn for_host(
+    name: &str,
+    get: &dyn Fn(&str) -> Result<Option<serde_json::Value>>,
+    opts: &ConnectOptions,
+) -> Result<Arc<dyn Connection>> {
+    use serde_json::Value;
+    let connector = get("connector")?.unwrap_or(Value::Null);
+    let conn = |k: &str| connector.get(k).filter(|v| !v.is_null()).cloned();
+    let text = |v: Value| match v {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    let pick = |ansible: &[&str], kk: &str| -> Result<Option<String>> {
+        for a in ansible {
+            if let Some(v) = get(a)? {
+                if !v.is_null() {
+                    return Ok(Some(text(v)));
+                }
+            }
+        }
+        Ok(conn(kk).map(text))
+    };
+    let kind = pick(&["ansible_connection"], "type")?;
+    let local = match kind.as_deref() {
+        Some("local") => true,
+        Some("ssh") | Some("smart") | Some("paramiko") => false,
+        Some("") | None => matches!(name, "localhost" | "127.0.0.1" | "::1"),
+        Some(other) => {
+            return Err(crate::error::Error::new(
+                crate::error::ErrorKind::Connection,
+                format!("unknown connection type `{}` for host {}", other, name),
+            )
+            .help("use `local` or `ssh`"))
+        }
+    };
+    if local {
+        return Ok(Arc::new(local::LocalConnection::new()));
+    }
+    let port = match pick(&["ansible_port", "ansible_ssh_port"], "port")? {
+        None => None,
+        Some(p) => Some(p.parse::<u16>().map_err(|_| {
+            crate::error::Error::new(
+                crate::error::ErrorKind::Connection,
+                format!("host {}: port {:?} is not a number", name, p),
+            )
+        })?),
+    };
+    let runtime_dir = std::env::temp_dir().join(format!("kk-{}", std::process::id()));
+    let mut private_key = pick(
+        &["ansible_ssh_private_key_file", "ansible_private_key_file"],
+        "private_key",
+    )?
+    .map(std::path::PathBuf::from);
+    if let Some(content) = conn("private_key_content").map(text) {
+        // Inline keys are written 0600 where only this run finds them; removed with the run.
+        std::fs::create_dir_all(&runtime_dir)?;
+        let path = runtime_dir.join(format!("key-{}", name.replace('/', "_")));
+        let _ = std::fs::remove_file(&path);
+        let mut content = content;
+        if !content.ends_with('\n') {
+            content.push('\n');
+        }
+        {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            f.write_all(content.as_bytes())?;
+        }
+        private_key = Some(path);
+    }
+    let mut extra_args = Vec::new();
+    for k in ["ansible_ssh_common_args", "ansible_ssh_extra_args"] {
+        if let Some(v) = get(k)? {
+            extra_args.extend(crate::modules::command::split_words(&text(v)));
+        }
+    }
+    let settings = ssh::SshSettings {
+        name: name.to_string(),
+        host: pick(&["ansible_host", "ansible_ssh_host"], "host")?
+            .unwrap_or_else(|| name.to_string()),
+        port,
+        user: pick(&["ansible_user", "ansible_ssh_user"], "user")?,
+        private_key,
+        password: pick(&["ansible_password", "ansible_ssh_pass"], "password")?,
+        known_hosts: opts.workdir.join("known_hosts"),
+        strict: opts.strict_host_keys
+            || get("ssh_strict_host_keys")?
+                .and_then(|v| crate::modules::args::to_bool(&v))
+                .unwrap_or(false),
+        connect_timeout: std::time::Duration::from_secs(
+            pick(&["ansible_ssh_timeout", "ansible_timeout"], "timeout")?
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(10),
+        ),
+        extra_args,
+        runtime_dir,
+    };
+    Ok(Arc::new(ssh::SshConnection::new(settings)?))
 }
 
 /// Quotes a string for a POSIX shell (single quotes, `'` escaped).

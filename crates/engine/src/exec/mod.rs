@@ -12,7 +12,6 @@ use futures::future::BoxFuture;
 use indexmap::{IndexMap, IndexSet};
 use serde_json::Value;
 
-use crate::connect::local::LocalConnection;
 use crate::connect::Connection;
 use crate::error::{Error, ErrorKind, Result};
 use crate::inventory::Inventory;
@@ -53,6 +52,10 @@ pub struct RunOptions {
     pub inventory_path: Option<PathBuf>,
     /// `-v` count: `debug` tasks with a higher `verbosity` are skipped.
     pub verbosity: u8,
+    /// The work dir (`known_hosts`, run records).
+    pub workdir: PathBuf,
+    /// `--ssh-strict`: refuse hosts whose key is not in `<workdir>/known_hosts`.
+    pub ssh_strict: bool,
 }
 
 /// How the run ended, as Ansible's exit codes say.
@@ -172,6 +175,7 @@ pub(crate) struct Runner {
     extra: Arc<VarMap>,
     /// Values the `result` module reported, shown at the end of the run.
     results: Mutex<VarMap>,
+    connect_opts: crate::connect::ConnectOptions,
 }
 
 /// Loads a playbook and runs it; errors in the files come back as `Err` (exit code 4).
@@ -203,6 +207,10 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
         config: Arc::new(opts.config.clone()),
         extra: Arc::new(opts.extra_vars.clone()),
         results: Mutex::new(VarMap::new()),
+        connect_opts: crate::connect::ConnectOptions {
+            workdir: opts.workdir.clone(),
+            strict_host_keys: opts.ssh_strict,
+        },
         opts,
     });
     for play in playbook.plays {
@@ -451,39 +459,13 @@ impl Runner {
 
     /// The connection to a host, opened on first use and kept for the run.
     fn connection(&self, host: &str, view: &Arc<VarView>) -> Result<Arc<dyn Connection>> {
-        if let Some(c) = self.conns.lock().unwrap().get(host) {
+        // Held while creating, so concurrent tasks (delegate_to) share one connection.
+        let mut conns = self.conns.lock().unwrap();
+        if let Some(c) = conns.get(host) {
             return Ok(c.clone());
         }
-        let conn_type = view
-            .get_json("ansible_connection")?
-            .and_then(|v| v.as_str().map(str::to_string))
-            .or_else(|| {
-                view.get_json("connector")
-                    .ok()
-                    .flatten()
-                    .and_then(|c| c.get("type").and_then(|t| t.as_str()).map(str::to_string))
-            });
-        let is_local = match conn_type.as_deref() {
-            Some("local") => true,
-            Some("ssh") | Some("smart") | Some("paramiko") => false,
-            Some(other) => {
-                return Err(Error::new(
-                    ErrorKind::Connection,
-                    format!("unknown connection type `{}` for host {}", other, host),
-                )
-                .help("use `local` or `ssh`"))
-            }
-            None => host == "localhost" || host == "127.0.0.1",
-        };
-        if !is_local {
-            return Err(Error::new(ErrorKind::Connection, format!("host {} needs an SSH connection, which this build of kk does not support yet", host))
-                .help("set `ansible_connection: local` (or `connector: {type: local}`) to run on the controller"));
-        }
-        let c: Arc<dyn Connection> = Arc::new(LocalConnection::new());
-        self.conns
-            .lock()
-            .unwrap()
-            .insert(host.to_string(), c.clone());
+        let c = crate::connect::for_host(host, &|k| view.get_json(k), &self.connect_opts)?;
+        conns.insert(host.to_string(), c.clone());
         Ok(c)
     }
 

@@ -1,0 +1,410 @@
+//! A host over SSH: the system OpenSSH client opens one multiplexed master per host
+//! for the whole run, and every command is a new channel on it (the `openssh` crate's
+//! native mux: no process and no handshake per command).
+//!
+//! kk starts the master itself (rather than `openssh::SessionBuilder`) so it can choose
+//! the known-hosts file, strictness, and password login through an askpass helper.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use openssh::{Session, Stdio};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::Mutex;
+
+use super::{shell_quote, Become, Connection, ExecOutput, ExecRequest};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Environment variable that turns the `kk` binary into an askpass helper printing the
+/// content of the (0600) file it names.
+pub const ASKPASS_ENV: &str = "KK_ASKPASS_FILE";
+
+/// How to reach a host.
+#[derive(Debug, Clone, Default)]
+pub struct SshSettings {
+    /// Inventory name (for messages).
+    pub name: String,
+    /// Address or name to connect to.
+    pub host: String,
+    /// Port (22 when not given).
+    pub port: Option<u16>,
+    /// Login user (ssh's default when not given).
+    pub user: Option<String>,
+    /// Private key file.
+    pub private_key: Option<PathBuf>,
+    /// Login password (askpass); never on argv or in the environment.
+    pub password: Option<String>,
+    /// Known-hosts file kk keeps under the work dir.
+    pub known_hosts: PathBuf,
+    /// Refuse unknown host keys instead of trusting them on first use.
+    pub strict: bool,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Extra `ssh` arguments (`ansible_ssh_common_args`, `ansible_ssh_extra_args`).
+    pub extra_args: Vec<String>,
+    /// Where control sockets and secret files go (0700).
+    pub runtime_dir: PathBuf,
+}
+
+/// One host's SSH connection: the master, opened lazily, re-opened once if it drops.
+pub struct SshConnection {
+    settings: SshSettings,
+    session: Mutex<Option<Arc<Session>>>,
+    dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for SshConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SshConnection({})", self.settings.name)
+    }
+}
+
+fn unreachable(settings: &SshSettings, why: impl Into<String>) -> Error {
+    Error::new(
+        ErrorKind::Connection,
+        format!(
+            "cannot reach {} ({}{}:{}): {}",
+            settings.name,
+            settings
+                .user
+                .as_deref()
+                .map(|u| format!("{}@", u))
+                .unwrap_or_default(),
+            settings.host,
+            settings.port.unwrap_or(22),
+            why.into()
+        ),
+    )
+}
+
+impl SshConnection {
+    /// Prepares a connection; nothing is opened until the first command.
+    pub fn new(settings: SshSettings) -> Result<SshConnection> {
+        std::fs::create_dir_all(&settings.runtime_dir)?;
+        let dir = tempfile::Builder::new()
+            .prefix("ssh-")
+            .tempdir_in(&settings.runtime_dir)
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot create a control directory: {}", e),
+                )
+            })?;
+        Ok(SshConnection {
+            settings,
+            session: Mutex::new(None),
+            dir,
+        })
+    }
+
+    fn ssh_args(&self) -> Vec<String> {
+        let s = &self.settings;
+        let mut a = vec![
+            "-o".into(),
+            format!("UserKnownHostsFile={}", s.known_hosts.display()),
+            "-o".into(),
+            format!(
+                "StrictHostKeyChecking={}",
+                if s.strict { "yes" } else { "accept-new" }
+            ),
+            "-o".into(),
+            format!("ConnectTimeout={}", s.connect_timeout.as_secs().max(1)),
+            "-o".into(),
+            "ServerAliveInterval=5".into(),
+            "-o".into(),
+            "ServerAliveCountMax=3".into(),
+            "-o".into(),
+            "LogLevel=ERROR".into(),
+        ];
+        if let Some(p) = s.port {
+            a.extend(["-p".into(), p.to_string()]);
+        }
+        if let Some(u) = &s.user {
+            a.extend(["-l".into(), u.clone()]);
+        }
+        if let Some(k) = &s.private_key {
+            a.extend([
+                "-i".into(),
+                k.display().to_string(),
+                "-o".into(),
+                "IdentitiesOnly=yes".into(),
+            ]);
+        }
+        if s.password.is_some() {
+            a.extend([
+                "-o".into(),
+                "BatchMode=no".into(),
+                "-o".into(),
+                "PreferredAuthentications=publickey,keyboard-interactive,password".into(),
+                "-o".into(),
+                "NumberOfPasswordPrompts=1".into(),
+            ]);
+        } else {
+            a.extend(["-o".into(), "BatchMode=yes".into()]);
+        }
+        a.extend(s.extra_args.iter().cloned());
+        a
+    }
+
+    /// Starts the master (`ssh -M -f -N`) and attaches to it through the native mux.
+    async fn open(&self) -> Result<Session> {
+        let ctl = self.dir.path().join("master");
+        let log = self.dir.path().join("log");
+        let _ = std::fs::remove_file(&ctl);
+        let mut cmd = tokio::process::Command::new("ssh");
+        cmd.arg("-M")
+            .arg("-f")
+            .arg("-N")
+            .arg("-S")
+            .arg(&ctl)
+            .arg("-E")
+            .arg(&log)
+            .arg("-o")
+            .arg("ControlPersist=yes")
+            .args(self.ssh_args())
+            .arg(&self.settings.host)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut pwfile = None;
+        if let Some(pw) = &self.settings.password {
+            // The askpass helper is kk itself, reading the password from a 0600 file.
+            let path = self.dir.path().join("askpass");
+            write_secret(&path, pw)?;
+            let exe =
+                std::env::current_exe().map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+            cmd.env("SSH_ASKPASS", exe)
+                .env("SSH_ASKPASS_REQUIRE", "force")
+                .env("DISPLAY", "kk")
+                .env(ASKPASS_ENV, &path);
+            pwfile = Some(path);
+        }
+        let wait = self.settings.connect_timeout + Duration::from_secs(5);
+        let out = tokio::time::timeout(wait, cmd.output()).await;
+        if let Some(p) = pwfile {
+            let _ = std::fs::remove_file(p);
+        }
+        let out = match out {
+            Err(_) => {
+                return Err(unreachable(
+                    &self.settings,
+                    format!("no answer within {} seconds", wait.as_secs()),
+                ))
+            }
+            Ok(Err(e)) => {
+                return Err(unreachable(
+                    &self.settings,
+                    format!("cannot run ssh: {}", e),
+                ))
+            }
+            Ok(Ok(o)) => o,
+        };
+        if !out.status.success() {
+            let mut why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            if why.is_empty() {
+                why = std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string();
+            }
+            let mut err = unreachable(
+                &self.settings,
+                if why.is_empty() {
+                    format!("ssh exited with {}", out.status)
+                } else {
+                    why.clone()
+                },
+            );
+            if why.contains("REMOTE HOST IDENTIFICATION HAS CHANGED")
+                || why.contains("Host key verification failed")
+            {
+                err = err.help(format!(
+                    "the host key of {} is not the one recorded in {}; if the host was reinstalled, remove its line there",
+                    self.settings.host,
+                    self.settings.known_hosts.display()
+                ));
+            } else if why.contains("Permission denied") {
+                err = err.help("check the user, key or password in the inventory");
+            }
+            return Err(err);
+        }
+        Ok(Session::resume_mux(
+            ctl.into_boxed_path(),
+            Some(log.into_boxed_path()),
+        ))
+    }
+
+    async fn run_once(
+        &self,
+        cmdline: &str,
+        req: &ExecRequest,
+    ) -> std::result::Result<ExecOutput, openssh::Error> {
+        let session = self
+            .session
+            .lock()
+            .await
+            .clone()
+            .expect("opened before use");
+        let mut command = Session::to_raw_command(session, cmdline);
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().await?;
+        let mut input = Vec::new();
+        if let Some(b) = &req.become_ {
+            if let Some(pw) = &b.password {
+                input.extend_from_slice(pw.as_bytes());
+                input.push(b'\n');
+            }
+        }
+        if let Some(data) = &req.stdin {
+            input.extend_from_slice(data);
+        }
+        if let Some(mut stdin) = child.stdin().take() {
+            let _ = stdin.write_all(&input).await;
+            let _ = stdin.shutdown().await;
+            drop(stdin);
+        }
+        let out = child.wait_with_output().await?;
+        Ok(ExecOutput {
+            rc: out.status.code().unwrap_or(-1),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
+    }
+
+    async fn ensure_open(&self, reopen: bool) -> Result<()> {
+        let mut guard = self.session.lock().await;
+        if reopen {
+            if let Some(old) = guard.take() {
+                if let Ok(old) = Arc::try_unwrap(old) {
+                    let _ = old.close().await;
+                }
+            }
+        }
+        if guard.is_none() {
+            *guard = Some(Arc::new(self.open().await?));
+        }
+        Ok(())
+    }
+}
+
+/// The remote command line for a request: env, optional sudo and a timeout around `sh -c`.
+fn command_line(req: &ExecRequest) -> String {
+    let mut line = String::new();
+    if !req.env.is_empty() {
+        line.push_str("env");
+        for (k, v) in &req.env {
+            line.push(' ');
+            line.push_str(&shell_quote(&format!("{}={}", k, v)));
+        }
+        line.push(' ');
+    }
+    if let Some(Become { user, password }) = &req.become_ {
+        if password.is_some() {
+            line.push_str(&format!("sudo -H -S -p '' -u {} -- ", shell_quote(user)));
+        } else {
+            line.push_str(&format!("sudo -H -n -u {} -- ", shell_quote(user)));
+        }
+    }
+    // After sudo, so the timeout may kill what sudo started.
+    if let Some(t) = req.timeout {
+        line.push_str(&format!("timeout -s KILL {} ", t.as_secs().max(1)));
+    }
+    line.push_str("/bin/sh -c ");
+    line.push_str(&shell_quote(&req.script));
+    line
+}
+
+fn write_secret(path: &std::path::Path, content: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot write {}: {}", path.display(), e),
+            )
+        })?;
+    f.write_all(content.as_bytes())?;
+    Ok(())
+}
+
+#[async_trait]
+impl Connection for SshConnection {
+    async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput> {
+        self.ensure_open(false).await?;
+        let line = command_line(req);
+        match self.run_once(&line, req).await {
+            // `timeout -s KILL` exits 137 when it had to kill the command.
+            Ok(out) if out.rc == 137 && req.timeout.is_some() => Err(Error::new(
+                ErrorKind::Runtime,
+                format!(
+                    "command timed out after {} seconds and was killed",
+                    req.timeout.unwrap_or_default().as_secs()
+                ),
+            )),
+            Ok(out) => Ok(out),
+            Err(first) => {
+                // The master dropped: open it again, once, before calling the host unreachable.
+                self.ensure_open(true).await?;
+                self.run_once(&line, req).await.map_err(|e| {
+                    unreachable(
+                        &self.settings,
+                        format!("connection lost ({}; then {})", first, e),
+                    )
+                })
+            }
+        }
+    }
+
+    async fn close(&self) {
+        if let Some(s) = self.session.lock().await.take() {
+            match Arc::try_unwrap(s) {
+                Ok(s) => {
+                    let _ = s.close().await;
+                }
+                Err(s) => {
+                    // Still in use by a command being torn down: stop the master directly.
+                    let _ = tokio::process::Command::new("ssh")
+                        .arg("-S")
+                        .arg(s.control_socket())
+                        .args(["-O", "exit", "kk"])
+                        .output()
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_quote_everything() {
+        let req = ExecRequest {
+            script: "echo 'hi'".into(),
+            env: vec![("A".into(), "x y".into())],
+            become_: Some(Become {
+                user: "root".into(),
+                password: None,
+            }),
+            timeout: Some(Duration::from_secs(3)),
+            stdin: None,
+        };
+        assert_eq!(
+            command_line(&req),
+            "env 'A=x y' sudo -H -n -u root -- timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''"
+        );
+    }
+}
