@@ -167,7 +167,10 @@ impl Error {
 
     /// Renders the error the way a user sees it: headline, location, quoted line, caret, hints.
     pub fn render(&self) -> String {
-        let mut out = format!("error: {}: {}\n", self.kind.headline(), self.message);
+        let mut out = match self.kind {
+            ErrorKind::Runtime => format!("error: {}\n", self.message),
+            _ => format!("error: {}: {}\n", self.kind.headline(), self.message),
+        };
         if let Some(span) = &self.span {
             out.push_str(&format!("  --> {}\n", span));
             if let Some(line) = span.file.text.lines().nth(span.line.saturating_sub(1)) {

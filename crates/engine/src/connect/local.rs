@@ -120,11 +120,15 @@ impl Connection for LocalConnection {
         if let Some(g) = group.as_mut() {
             g.disarm();
         }
-        Ok(ExecOutput {
-            rc: output.status.code().unwrap_or(-1),
-            stdout: output.stdout,
-            stderr: output.stderr,
-        })
+        super::check_sudo(
+            ExecOutput {
+                rc: output.status.code().unwrap_or(-1),
+                stdout: output.stdout,
+                stderr: output.stderr,
+            },
+            req,
+            "localhost",
+        )
     }
 }
 

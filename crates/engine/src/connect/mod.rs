@@ -225,6 +225,52 @@ pub fn for_host(
     Ok(Arc::new(ssh::SshConnection::new(settings)?))
 }
 
+/// Turns sudo's refusal into a clear error instead of a failed command (so a wrong or
+/// missing become password is reported as such, on any connection).
+pub fn check_sudo(out: ExecOutput, req: &ExecRequest, host: &str) -> Result<ExecOutput> {
+    let Some(b) = &req.become_ else {
+        return Ok(out);
+    };
+    if out.rc != 1 {
+        return Ok(out);
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let (msg, help) = if err.contains("incorrect password attempt") {
+        (
+            format!(
+                "sudo on {} rejected the become password (to become {})",
+                host, b.user
+            ),
+            "check `ansible_become_password` (or the connector password) for this host",
+        )
+    } else if err.contains("a password is required") {
+        (
+            format!(
+                "sudo on {} asks for a password to become {}, and none was given",
+                host, b.user
+            ),
+            "set `ansible_become_password`, or allow NOPASSWD in sudoers",
+        )
+    } else if err.contains("is not in the sudoers file")
+        || err.contains("is not allowed to execute")
+    {
+        (
+            format!(
+                "the login user on {} may not use sudo to become {}",
+                host, b.user
+            ),
+            "allow the user in /etc/sudoers(.d)",
+        )
+    } else {
+        return Ok(out);
+    };
+    Err(
+        crate::error::Error::new(crate::error::ErrorKind::Runtime, msg)
+            .note(format!("sudo said: {}", err.trim()))
+            .help(help),
+    )
+}
+
 /// Quotes a string for a POSIX shell (single quotes, `'` escaped).
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()

@@ -352,7 +352,7 @@ impl Connection for SshConnection {
                     req.timeout.unwrap_or_default().as_secs()
                 ),
             )),
-            Ok(out) => Ok(out),
+            Ok(out) => super::check_sudo(out, req, &self.settings.name),
             Err(first) => {
                 // The master dropped: open it again, once, before calling the host unreachable.
                 self.ensure_open(true).await?;
