@@ -210,25 +210,45 @@ impl SshConnection {
                     .trim()
                     .to_string();
             }
-            let mut err = unreachable(
-                &self.settings,
-                if why.is_empty() {
-                    format!("ssh exited with {}", out.status)
-                } else {
-                    why.clone()
-                },
-            );
-            if why.contains("REMOTE HOST IDENTIFICATION HAS CHANGED")
-                || why.contains("Host key verification failed")
-            {
-                err = err.help(format!(
-                    "the host key of {} is not the one recorded in {}; if the host was reinstalled, remove its line there",
-                    self.settings.host,
-                    self.settings.known_hosts.display()
-                ));
+            let kh = self.settings.known_hosts.display().to_string();
+            let err = if why.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") {
+                let offending = why
+                    .lines()
+                    .find(|l| l.starts_with("Offending"))
+                    .unwrap_or("")
+                    .to_string();
+                let fix = why
+                    .lines()
+                    .find(|l| l.trim_start().starts_with("ssh-keygen"))
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                unreachable(
+                    &self.settings,
+                    format!("its host key changed since it was recorded in {}", kh),
+                )
+                .note(offending)
+                .help(format!(
+                    "if the host was reinstalled, forget the old key: {}",
+                    fix
+                ))
+            } else if why.contains("Host key verification failed") {
+                unreachable(
+                    &self.settings,
+                    format!(
+                        "its host key is not in {} and strict host key checking is on",
+                        kh
+                    ),
+                )
+                .help("connect once without --ssh-strict to record it, or add it to that file")
             } else if why.contains("Permission denied") {
-                err = err.help("check the user, key or password in the inventory");
-            }
+                unreachable(&self.settings, why)
+                    .help("check the user, key or password in the inventory")
+            } else if why.is_empty() {
+                unreachable(&self.settings, format!("ssh exited with {}", out.status))
+            } else {
+                unreachable(&self.settings, why)
+            };
             return Err(err);
         }
         Ok(Session::resume_mux(
