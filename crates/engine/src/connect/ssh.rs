@@ -313,6 +313,24 @@ impl SshConnection {
     }
 }
 
+impl Drop for SshConnection {
+    /// Stops the master even when the run ends abruptly (Ctrl-C), so no `ssh -M`
+    /// outlives kk; `close` is the orderly path.
+    fn drop(&mut self) {
+        let ctl = self.dir.path().join("master");
+        if ctl.exists() {
+            let _ = std::process::Command::new("ssh")
+                .arg("-S")
+                .arg(&ctl)
+                .args(["-O", "exit", "kk-master"])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+}
+
 /// The remote command line for a request: env, optional sudo and a timeout around `sh -c`.
 fn command_line(req: &ExecRequest) -> String {
     let mut line = String::new();
@@ -337,8 +355,24 @@ fn command_line(req: &ExecRequest) -> String {
     }
     line.push_str("/bin/sh -c ");
     line.push_str(&shell_quote(&req.script));
-    line
+    format!(
+        "exec /bin/sh -c {} kk {}",
+        shell_quote(WATCHDOG),
+        shell_quote(&line)
+    )
 }
+
+/// Runs the command (`$1`) while a watchdog checks once a second that the SSH session
+/// that started it is still there; if kk went away (Ctrl-C, lost connection), the
+/// command's process group is terminated instead of running on orphaned. TERM first so
+/// sudo passes it on to what it started, then KILL.
+const WATCHDOG: &str = r#"p=$PPID
+( trap '' TERM; while kill -0 "$p" 2>/dev/null; do sleep 1; done; kill -TERM 0; sleep 2; kill -KILL 0 ) </dev/null >/dev/null 2>&1 &
+w=$!
+/bin/sh -c "$1"
+rc=$?
+kill "$w" 2>/dev/null
+exit $rc"#;
 
 fn write_secret(path: &std::path::Path, content: &str) -> Result<()> {
     use std::io::Write;
@@ -422,9 +456,15 @@ mod tests {
             timeout: Some(Duration::from_secs(3)),
             stdin: None,
         };
+        let inner =
+            "env 'A=x y' sudo -H -n -u root -- timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''";
         assert_eq!(
             command_line(&req),
-            "env 'A=x y' sudo -H -n -u root -- timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''"
+            format!(
+                "exec /bin/sh -c {} kk {}",
+                shell_quote(WATCHDOG),
+                shell_quote(inner)
+            )
         );
     }
 }
