@@ -52,6 +52,9 @@ pub struct SshSettings {
 pub struct SshConnection {
     settings: SshSettings,
     session: Mutex<Option<Arc<Session>>>,
+    /// Per become user: does sudo run without a password? Probed once, so a password
+    /// is only fed to sudo when it will read it (otherwise it would reach the command).
+    sudo_nopasswd: Mutex<std::collections::HashMap<String, bool>>,
     dir: tempfile::TempDir,
 }
 
@@ -95,6 +98,7 @@ impl SshConnection {
         Ok(SshConnection {
             settings,
             session: Mutex::new(None),
+            sudo_nopasswd: Mutex::new(std::collections::HashMap::new()),
             dir,
         })
     }
@@ -396,6 +400,38 @@ fn write_secret(path: &std::path::Path, content: &str) -> Result<()> {
 impl Connection for SshConnection {
     async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput> {
         self.ensure_open(false).await?;
+        let mut owned;
+        let mut req = req;
+        if let Some(Become {
+            user,
+            password: Some(_),
+        }) = &req.become_
+        {
+            let known = self.sudo_nopasswd.lock().await.get(user).copied();
+            let nopasswd = match known {
+                Some(k) => k,
+                None => {
+                    let probe = ExecRequest::script(format!(
+                        "sudo -n -u {} true 2>/dev/null",
+                        shell_quote(user)
+                    ));
+                    let ok = self
+                        .run_once(&command_line(&probe), &probe)
+                        .await
+                        .map(|o| o.rc == 0)
+                        .unwrap_or(false);
+                    self.sudo_nopasswd.lock().await.insert(user.clone(), ok);
+                    ok
+                }
+            };
+            if nopasswd {
+                owned = req.clone();
+                if let Some(b) = owned.become_.as_mut() {
+                    b.password = None;
+                }
+                req = &owned;
+            }
+        }
         let line = command_line(req);
         match self.run_once(&line, req).await {
             // `timeout -s KILL` exits 137 when it had to kill the command.

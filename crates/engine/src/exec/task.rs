@@ -796,10 +796,24 @@ impl Runner {
                     },
                     None => "root".into(),
                 };
-                let password = ["ansible_become_password", "ansible_become_pass"]
-                    .iter()
-                    .find_map(|k| view.get_json(k).ok().flatten())
-                    .map(|v| value_text(&v));
+                // The become password, else the login password (KubeKey's connector
+                // password serves both); sudo is asked for it only if it wants one.
+                let password = [
+                    "ansible_become_password",
+                    "ansible_become_pass",
+                    "ansible_password",
+                    "ansible_ssh_pass",
+                ]
+                .iter()
+                .find_map(|k| view.get_json(k).ok().flatten())
+                .or_else(|| {
+                    view.get_json("connector")
+                        .ok()
+                        .flatten()
+                        .and_then(|c| c.get("password").cloned())
+                })
+                .filter(|v| !v.is_null())
+                .map(|v| value_text(&v));
                 Some(Become { user, password })
             }
             Ok(false) => None,
