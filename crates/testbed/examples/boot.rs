@@ -17,6 +17,7 @@ fn main() {
         eprintln!("{e}");
         std::process::exit(1);
     }
+    let mem_before = mem_available_kb();
     let t = Instant::now();
     let bed = match testbed::TestBed::start(n) {
         Ok(b) => b,
@@ -54,10 +55,8 @@ fn main() {
         "ssh hostname on {ok}/{n} hosts in {:.2} s",
         t.elapsed().as_secs_f64()
     );
-    if let Ok(mem) = std::fs::read_to_string("/proc/meminfo") {
-        if let Some(l) = mem.lines().find(|l| l.starts_with("MemAvailable")) {
-            println!("{l}");
-        }
+    if let (Some(a), Some(b)) = (mem_before, mem_available_kb()) {
+        println!("memory used by the hosts: about {} MB", (a - b) / 1024);
     }
     let t = Instant::now();
     drop(bed);
@@ -65,4 +64,11 @@ fn main() {
     if ok != n {
         std::process::exit(1);
     }
+}
+
+/// MemAvailable from /proc/meminfo, in kB.
+fn mem_available_kb() -> Option<i64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
