@@ -303,10 +303,10 @@ fn drop_leaves_nothing_behind_also_after_a_panic() {
     }
 }
 
-/// Helper for the next test: run in a child process, boots a bed, says which, and waits
+/// Not a check by itself: the child-process entry point of the next test (it does
+/// nothing unless `KK_TESTBED_HOLD` is set), which boots a bed, says which, and waits
 /// to be killed.
 #[test]
-#[ignore = "helper run by leftovers_of_a_killed_process_are_removed"]
 fn helper_hold_a_bed() {
     if std::env::var_os("KK_TESTBED_HOLD").is_none() {
         return;
@@ -322,7 +322,6 @@ fn leftovers_of_a_killed_process_are_removed() {
         .args([
             "--exact",
             "helper_hold_a_bed",
-            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -352,17 +351,6 @@ fn leftovers_of_a_killed_process_are_removed() {
         assert!(!trace_exists(x), "{x} of the killed process is still there");
     }
     assert!(bed.ssh(0, "true").status.success());
-}
-
-#[test]
-#[ignore = "timing: cargo test -p testbed --test hosts -- --ignored boot_32 --nocapture"]
-fn boot_32_hosts_timing() {
-    let t = Instant::now();
-    let bed = start(32);
-    println!("booted 32 hosts in {:.2} s", t.elapsed().as_secs_f64());
-    for i in 0..32 {
-        assert_eq!(text(&bed.ssh(i, "hostname")), bed.hosts()[i].name);
-    }
 }
 
 #[test]
