@@ -260,3 +260,106 @@ fn unreachable_hosts_and_faults_end_in_bounded_time() {
     assert_eq!(again.status("first", &names[1]), "ok");
     assert_eq!(again.status("first", &names[2]), "ok");
 }
+
+/// The `ssh -M` master of a host, found by its destination address.
+fn master_pids(ip: &str) -> Vec<String> {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &format!("ssh -M .* {}$", ip)])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_dropped_master_is_reopened_and_ctrl_c_leaves_nothing_behind() {
+    let bed = TestBed::start(1).expect("boot test hosts");
+    let h = &bed.hosts()[0];
+    let ip = h.ip.to_string();
+    let p = project(
+        &bed,
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: before\n      command: \"true\"\n    - name: wait\n      pause: {seconds: 2}\n    - name: after\n      command: \"true\"\n",
+    );
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kk"))
+        .args([
+            "run",
+            "site.yaml",
+            "-i",
+            "inventory.yaml",
+            "--output",
+            "json",
+            "--workdir",
+            "wd",
+        ])
+        .current_dir(p.dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let masters = master_pids(&ip);
+    assert_eq!(masters.len(), 1, "one master while the run pauses");
+    std::process::Command::new("kill")
+        .arg("-9")
+        .args(&masters)
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let r = common::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    };
+    r.code(0);
+    assert_eq!(r.status("after", &h.name), "changed");
+    assert!(
+        master_pids(&ip).is_empty(),
+        "the re-opened master was closed at the end"
+    );
+
+    // Ctrl-C during a long command: kk exits 99, no master and no remote command remain.
+    let p = project(&bed, "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: long\n      command: sleep 41\n      become: true\n");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kk"))
+        .args([
+            "run",
+            "site.yaml",
+            "-i",
+            "inventory.yaml",
+            "--workdir",
+            "wd",
+        ])
+        .current_dir(p.dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let remote_sleep = || {
+        bed.exec(0, "pgrep -x sleep -a | grep -c 'sleep 41' || true")
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while remote_sleep() != "1" && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(remote_sleep(), "1", "the remote command started");
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(99),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(master_pids(&ip).is_empty(), "no master left behind");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    while remote_sleep() != "0" && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(remote_sleep(), "0", "the remote command was stopped");
+}
