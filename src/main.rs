@@ -224,6 +224,7 @@ fn main() -> ExitCode {
             });
             // Dropping the run's futures killed the commands it had started.
             rt.shutdown_timeout(std::time::Duration::from_secs(2));
+            kk_engine::connect::remove_runtime_dir();
             match outcome {
                 Some(Ok(code)) => code,
                 Some(Err(e)) => {

@@ -363,3 +363,39 @@ fn a_dropped_master_is_reopened_and_ctrl_c_leaves_nothing_behind() {
     }
     assert_eq!(remote_sleep(), "0", "the remote command was stopped");
 }
+
+#[test]
+fn inline_private_key_is_used_and_removed() {
+    let bed = TestBed::start(1).expect("boot test hosts");
+    let h = &bed.hosts()[0];
+    let key = std::fs::read_to_string(&h.root_key_path).unwrap();
+    let indented: String = key.lines().map(|l| format!("          {}\n", l)).collect();
+    let inv = format!(
+        "kind: Inventory\nspec:\n  hosts:\n    {}:\n      connector:\n        host: {}\n        user: root\n        private_key_content: |\n{}",
+        h.name, h.ip, indented
+    );
+    let p = Project::new();
+    p.file("inventory.yaml", &inv).file(
+        "site.yaml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: who\n      command: id -un\n",
+    );
+    let r = p.run_json(&["--workdir", "wd"]);
+    r.code(0);
+    assert_eq!(r.result("who", &h.name)["result"]["stdout"], "root");
+    // No copy of the key is left anywhere under the system temp dir.
+    let body = key.lines().nth(1).unwrap().to_string();
+    let out = std::process::Command::new("grep")
+        .args([
+            "-rlF",
+            &body,
+            &std::env::temp_dir().display().to_string(),
+            "--include=key-*",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).trim().is_empty(),
+        "key left behind: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

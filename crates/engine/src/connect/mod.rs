@@ -118,6 +118,16 @@ pub struct ConnectOptions {
     pub strict_host_keys: bool,
 }
 
+/// Where this run keeps control sockets and secret files (inline keys, askpass files).
+pub fn runtime_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("kk-{}", std::process::id()))
+}
+
+/// Removes this run's secret files and sockets; called when the run ends, however it ends.
+pub fn remove_runtime_dir() {
+    let _ = std::fs::remove_dir_all(runtime_dir());
+}
+
 /// Chooses and prepares the connection for a host from its variables (`get` reads a
 /// templated variable): KubeKey's `connector:` map or Ansible's `ansible_*` names.
 /// Nothing is opened here; SSH connects on the first command.
@@ -168,7 +178,7 @@ pub fn for_host(
             )
         })?),
     };
-    let runtime_dir = std::env::temp_dir().join(format!("kk-{}", std::process::id()));
+    let runtime_dir = runtime_dir();
     let mut private_key = pick(
         &["ansible_ssh_private_key_file", "ansible_private_key_file"],
         "private_key",

@@ -228,6 +228,7 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
     for c in conns {
         c.close().await;
     }
+    crate::connect::remove_runtime_dir();
     let hosts = runner.hosts.lock().unwrap().clone();
     let mut recap = IndexMap::new();
     let mut code = 0;
