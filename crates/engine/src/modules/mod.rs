@@ -28,6 +28,7 @@ pub mod fetch;
 pub mod file;
 pub mod include_vars;
 pub mod lineinfile;
+pub mod package;
 pub mod pause;
 pub mod remote;
 pub mod script;
@@ -299,6 +300,10 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "assert" => &assert::Assert,
         "fail" => &fail::Fail,
         "pause" => &pause::Pause,
+        "package" => &package::PACKAGE,
+        "apt" => &package::APT,
+        "dnf" => &package::DNF,
+        "yum" => &package::YUM,
         "setup" | "gather_facts" => &setup::Setup,
         "copy" => &copy::Copy,
         "template" => &template::Template,
@@ -323,6 +328,10 @@ pub const NAMES: &[&str] = &[
     "assert",
     "fail",
     "pause",
+    "package",
+    "apt",
+    "dnf",
+    "yum",
     "setup",
     "gather_facts",
     "copy",

@@ -1,0 +1,313 @@
+//! `package` (and `apt`, `dnf`, `yum`): install, upgrade or remove OS packages with the
+//! host's package manager, chosen from facts (`ansible_pkg_mgr`) or found on the host.
+//!
+//! One script per call: it finds what is missing (or present, or upgradable), says so,
+//! and acts only when needed, so an unchanged host costs one round trip and reports
+//! `changed: false`.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use crate::connect::shell_quote;
+use crate::error::{Error, ErrorKind, Result};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PackageArgs {
+    #[serde(default, alias = "pkg", deserialize_with = "args::list_like")]
+    name: Vec<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    state: Option<String>,
+    #[serde(default, alias = "update-cache", deserialize_with = "args::bool_like")]
+    update_cache: bool,
+    #[serde(default, deserialize_with = "args::opt_string_like", rename = "use")]
+    use_: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_int_like")]
+    cache_valid_time: Option<i64>,
+    #[serde(default, deserialize_with = "args::opt_bool_like")]
+    install_recommends: Option<bool>,
+}
+
+const VALID: &[&str] = &[
+    "name",
+    "state",
+    "update_cache",
+    "use",
+    "cache_valid_time",
+    "install_recommends",
+];
+
+/// Which package manager, and how to ask it things.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Manager {
+    Apt,
+    Dnf,
+    Yum,
+}
+
+impl Manager {
+    fn parse(s: &str) -> Option<Manager> {
+        match s {
+            "apt" | "apt-get" => Some(Manager::Apt),
+            "dnf" | "dnf5" => Some(Manager::Dnf),
+            "yum" => Some(Manager::Yum),
+            _ => None,
+        }
+    }
+
+    /// Shell test printing nothing and succeeding when package `$p` is installed.
+    fn installed_test(self) -> &'static str {
+        match self {
+            Manager::Apt => {
+                r#"dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'"#
+            }
+            _ => r#"rpm -q "$p" >/dev/null 2>&1"#,
+        }
+    }
+
+    /// Shell command printing the installed version of `$p`.
+    fn version_query(self) -> &'static str {
+        match self {
+            Manager::Apt => r#"dpkg-query -W -f='${Version}' "$p" 2>/dev/null"#,
+            _ => r#"rpm -q --qf '%{VERSION}-%{RELEASE}' "$p" 2>/dev/null"#,
+        }
+    }
+
+    fn tool(self) -> &'static str {
+        match self {
+            Manager::Apt => "apt-get",
+            Manager::Dnf => "dnf",
+            Manager::Yum => "yum",
+        }
+    }
+}
+
+/// `package`, and the same for `apt`, `dnf` and `yum` with the manager fixed.
+pub struct Package {
+    /// The manager a module name forces (`apt`), or none for `package`.
+    forced: Option<&'static str>,
+}
+
+/// `package`: the manager comes from facts or the host.
+pub const PACKAGE: Package = Package { forced: None };
+/// `apt`.
+pub const APT: Package = Package {
+    forced: Some("apt"),
+};
+/// `dnf`.
+pub const DNF: Package = Package {
+    forced: Some("dnf"),
+};
+/// `yum`.
+pub const YUM: Package = Package {
+    forced: Some("yum"),
+};
+
+#[async_trait]
+impl Module for Package {
+    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+        let module = self.forced.unwrap_or("package");
+        let a: PackageArgs = parse_args(module, raw, VALID)?;
+        let state = a.state.as_deref().unwrap_or("present");
+        let state = match state {
+            "present" | "installed" => "present",
+            "absent" | "removed" => "absent",
+            "latest" => "latest",
+            other => {
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("{}: unknown state {:?}", module, other),
+                )
+                .help("state must be present, absent or latest"))
+            }
+        };
+        if a.name.is_empty() && !a.update_cache {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                format!("{}: `name` is required", module),
+            )
+            .help("give a package name or a list of names (or only `update_cache: true`)"));
+        }
+        for n in &a.name {
+            if n.is_empty() || n.starts_with('-') || n.contains(char::is_whitespace) {
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("{}: {:?} is not a package name", module, n),
+                ));
+            }
+        }
+        // Facts say which manager; without facts, the host is asked in the same script.
+        let from_facts = ctx
+            .templar
+            .eval_expr("ansible_pkg_mgr | default('')", &ctx.vars)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .filter(|s| !s.is_empty());
+        let chosen = self
+            .forced
+            .map(str::to_string)
+            .or(a.use_.clone().filter(|u| u != "auto"))
+            .or(from_facts);
+        let manager = match chosen.as_deref() {
+            Some(m) => Some(Manager::parse(m).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("{}: package manager {:?} is not supported", module, m),
+                )
+                .help("kk manages packages with apt, dnf or yum")
+            })?),
+            None => None,
+        };
+        let manager = match manager {
+            Some(m) => m,
+            None => {
+                let out = ctx.exec("for t in apt-get dnf yum; do command -v $t >/dev/null 2>&1 && { echo $t; exit 0; }; done; exit 1", None).await?;
+                let found = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                Manager::parse(&found).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Runtime,
+                        "no supported package manager (apt-get, dnf, yum) on the host",
+                    )
+                })?
+            }
+        };
+        let names: Vec<String> = a.name.iter().map(|n| shell_quote(n)).collect();
+        let list = names.join(" ");
+        let mut script = String::from("export DEBIAN_FRONTEND=noninteractive LC_ALL=C\n");
+        script.push_str(&format!("todo=''\nfor p in {}; do\n", list));
+        match state {
+            "present" => script.push_str(&format!(
+                "  {} || todo=\"$todo $p\"\n",
+                manager.installed_test()
+            )),
+            "absent" => script.push_str(&format!(
+                "  {} && todo=\"$todo $p\"\n",
+                manager.installed_test()
+            )),
+            _ => script.push_str(&format!(
+                "  echo \"KK_BEFORE $p $({})\"\n  todo=\"$todo $p\"\n",
+                manager.version_query()
+            )),
+        }
+        script.push_str("done\necho \"KK_TODO:$todo\"\n");
+        if ctx.check_mode {
+            script.push_str("exit 0\n");
+        } else {
+            let recommends = match (manager, a.install_recommends) {
+                (Manager::Apt, Some(false)) | (Manager::Apt, None) => " --no-install-recommends",
+                _ => "",
+            };
+            let update = match manager {
+                Manager::Apt => {
+                    let fresh = a.cache_valid_time.map(|t| {
+                        format!("[ -n \"$(find /var/lib/apt/lists -maxdepth 1 -newermt \"-{} seconds\" -name '*Packages*' 2>/dev/null | head -1)\" ] || ", t)
+                    });
+                    format!("{}{{ apt-get update -q >/tmp/kk-apt-update.log 2>&1 || {{ cat /tmp/kk-apt-update.log >&2; exit 100; }}; echo KK_CACHE_UPDATED; }}\n", fresh.unwrap_or_default())
+                }
+                m => format!(
+                    "{} makecache -q >/dev/null 2>&1 && echo KK_CACHE_UPDATED\n",
+                    m.tool()
+                ),
+            };
+            if a.update_cache {
+                script.push_str(&update);
+            }
+            let act = match (state, manager) {
+                ("absent", m) => format!("{} remove -y -q $todo", m.tool()),
+                // apt-get install also upgrades a package that is already there.
+                (_, Manager::Apt) => format!("apt-get install -y -q{} $todo", recommends),
+                ("latest", m) => format!(
+                    "{} install -y -q $todo && {} upgrade -y -q $todo",
+                    m.tool(),
+                    m.tool()
+                ),
+                (_, m) => format!("{} install -y -q $todo", m.tool()),
+            };
+            script.push_str(&format!(
+                "if [ -n \"$todo\" ]; then\n  {} || exit $?\nfi\n",
+                act
+            ));
+            if state == "latest" {
+                script.push_str(&format!(
+                    "for p in {}; do echo \"KK_AFTER $p $({})\"; done\n",
+                    list,
+                    manager.version_query()
+                ));
+            }
+        }
+        let out = ctx.exec(script, None).await?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let todo: Vec<String> = text
+            .lines()
+            .find_map(|l| l.strip_prefix("KK_TODO:"))
+            .unwrap_or("")
+            .split_whitespace()
+            .map(|s| s.trim_matches('\'').to_string())
+            .collect();
+        let cache_updated = text.lines().any(|l| l == "KK_CACHE_UPDATED");
+        let versions = |tag: &str| -> Vec<(String, String)> {
+            text.lines()
+                .filter_map(|l| l.strip_prefix(tag))
+                .map(|l| {
+                    let mut it = l.trim().splitn(2, ' ');
+                    (
+                        it.next().unwrap_or("").to_string(),
+                        it.next().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        };
+        if out.rc != 0 {
+            let mut r = ModuleResult::failed(format!(
+                "{} failed with exit code {}",
+                manager.tool(),
+                out.rc
+            ))
+            .with_output(&out);
+            r.data.insert("packages".into(), serde_json::json!(todo));
+            return Ok(r);
+        }
+        let changed_pkgs: Vec<String> = if state == "latest" {
+            if ctx.check_mode {
+                // Without asking the repositories we can only say that missing ones would come.
+                versions("KK_BEFORE ")
+                    .into_iter()
+                    .filter(|(_, v)| v.is_empty())
+                    .map(|(p, _)| p)
+                    .collect()
+            } else {
+                let before = versions("KK_BEFORE ");
+                let after = versions("KK_AFTER ");
+                after
+                    .into_iter()
+                    .filter(|(p, v)| !before.iter().any(|(bp, bv)| bp == p && bv == v))
+                    .map(|(p, _)| p)
+                    .collect()
+            }
+        } else {
+            todo.clone()
+        };
+        let changed = !changed_pkgs.is_empty();
+        let msg = match (state, changed_pkgs.is_empty(), ctx.check_mode) {
+            (_, true, _) => "nothing to do".to_string(),
+            ("absent", false, true) => format!("would remove {}", changed_pkgs.join(", ")),
+            ("absent", false, false) => format!("removed {}", changed_pkgs.join(", ")),
+            (_, false, true) => format!("would install {}", changed_pkgs.join(", ")),
+            (_, false, false) => format!("installed {}", changed_pkgs.join(", ")),
+        };
+        let mut r = ModuleResult::changed(changed).msg(msg);
+        r.data
+            .insert("packages".into(), serde_json::json!(changed_pkgs));
+        r.data.insert("cache_updated".into(), cache_updated.into());
+        r.data.insert("pkg_mgr".into(), manager.tool().into());
+        Ok(r.with(
+            "stdout",
+            String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
+        )
+        .with(
+            "stderr",
+            String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+        ))
+    }
+}
