@@ -620,10 +620,18 @@ impl Runner {
         let TaskKind::Module { module, args } = &t.kind else {
             return err(Error::new(ErrorKind::Runtime, "not a module task").at(&t.span));
         };
-        let args = match self
-            .templar
-            .render_value(&Value::Object(args.clone()), &ctx)
-        {
+        // `image` renders `src`/`dest` itself, once per image of `manifests`.
+        let mut raw_args = args.clone();
+        let per_image: Vec<(String, Value)> =
+            if module == "image" && raw_args.contains_key("manifests") {
+                ["src", "dest"]
+                    .iter()
+                    .filter_map(|k| raw_args.remove(*k).map(|v| (k.to_string(), v)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+        let mut args = match self.templar.render_value(&Value::Object(raw_args), &ctx) {
             Ok(v) => match strip_omit(v) {
                 Some(Value::Object(m)) => m,
                 _ => VarMap::new(),
@@ -634,6 +642,7 @@ impl Runner {
                     .note(format!("in the arguments of task `{}`", t.display_name())))
             }
         };
+        args.extend(per_image);
         // Structural modules the executor applies itself.
         match module.as_str() {
             "add_host" => {

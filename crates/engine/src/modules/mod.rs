@@ -26,6 +26,7 @@ pub mod debug;
 pub mod fail;
 pub mod fetch;
 pub mod file;
+pub mod image;
 pub mod include_vars;
 pub mod lineinfile;
 pub mod package;
@@ -300,6 +301,7 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "assert" => &assert::Assert,
         "fail" => &fail::Fail,
         "pause" => &pause::Pause,
+        "image" => &image::Image,
         "package" => &package::PACKAGE,
         "apt" => &package::APT,
         "dnf" => &package::DNF,
@@ -329,6 +331,7 @@ pub const NAMES: &[&str] = &[
     "fail",
     "pause",
     "package",
+    "image",
     "apt",
     "dnf",
     "yum",
