@@ -5,6 +5,7 @@ Usage:
   compare.py [options] PLAYBOOK...        compare the given fixtures (path or name like 07_loops)
   compare.py [options] --all              compare every playbooks/NN_*.yaml
   compare.py --ansible-only --all         only check that every fixture passes under Ansible
+  compare.py --all --hosts-file H.json    both tools over SSH against real hosts h1..h3 (see SshHosts)
 
 Both tools run from this directory with inventory.yaml, `-e oracle_root=<fresh tempdir>`
 and the fixture's `# args:` header; compare.py creates each host's out_dir
@@ -30,8 +31,11 @@ Fixture header comments (comment lines at the top of the file):
         file:<glob>      files whose relative path matches, e.g. file:*/merged.txt
         recap[:<h>]      recap counters (of hosts matching <h>)
         rc | order | paths | plays
+  # ssh-differs: <reason> | skip: ...     the same, honoured only with --hosts-file
+  # ssh-skip: <reason>                    not run with --hosts-file (reported as skipped)
 Missing `changed`, `failed` and `skipped` keys count as false. Exit status: 0 when every
-fixture passed; the last line is always `N passed, M failed`.
+fixture passed; the last line is always `N passed, M failed` (with --hosts-file followed
+by `, K skipped over SSH (Ts)`).
 """
 from __future__ import annotations
 
