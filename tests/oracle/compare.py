@@ -5,6 +5,7 @@ Usage:
   compare.py [options] PLAYBOOK...        compare the given fixtures (path or name like 07_loops)
   compare.py [options] --all              compare every playbooks/NN_*.yaml
   compare.py --ansible-only --all         only check that every fixture passes under Ansible
+  compare.py --all --hosts-file H.json    both tools over SSH against real hosts h1..h3 (see SshHosts)
 
 Both tools run from this directory with inventory.yaml, `-e oracle_root=<fresh tempdir>`
 and the fixture's `# args:` header; compare.py creates each host's out_dir
@@ -30,8 +31,11 @@ Fixture header comments (comment lines at the top of the file):
         file:<glob>      files whose relative path matches, e.g. file:*/merged.txt
         recap[:<h>]      recap counters (of hosts matching <h>)
         rc | order | paths | plays
+  # ssh-differs: <reason> | skip: ...     the same, honoured only with --hosts-file
+  # ssh-skip: <reason>                    not run with --hosts-file (reported as skipped)
 Missing `changed`, `failed` and `skipped` keys count as false. Exit status: 0 when every
-fixture passed; the last line is always `N passed, M failed`.
+fixture passed; the last line is always `N passed, M failed` (with --hosts-file followed
+by `, K skipped over SSH (Ts)`).
 """
 from __future__ import annotations
 
@@ -70,8 +74,10 @@ class Fixture:
         self.args: list[str] = []
         self.expect_rc = 0
         self.differs: list[tuple[str, list[str]]] = []  # (reason, selectors)
+        self.ssh_differs: list[tuple[str, list[str]]] = []  # the same, only with --hosts-file
         self.header_errors: list[str] = []
         self.free = False
+        self.ssh_skip: str | None = None  # reason from `# ssh-skip:`; honoured with --hosts-file
         self._parse()
 
     def _parse(self) -> None:
@@ -89,7 +95,7 @@ class Fixture:
             if not s.startswith("#"):
                 break
             body = s.lstrip("#").strip()
-            m = re.match(r"(args|expect-rc|kk-differs)\s*:\s*(.*)$", body)
+            m = re.match(r"(args|expect-rc|kk-differs|ssh-differs|ssh-skip)\s*:\s*(.*)$", body)
             if not m:
                 continue
             key, value = m.group(1), m.group(2).strip()
@@ -98,6 +104,10 @@ class Fixture:
                     self.args += shlex.split(value)
                 except ValueError as e:
                     self.header_errors.append(f"bad '# args:' header: {e}")
+            elif key == "ssh-skip":
+                if not value:
+                    self.header_errors.append("bad '# ssh-skip:' header: give the reason")
+                self.ssh_skip = value or "no reason given"
             elif key == "expect-rc":
                 try:
                     self.expect_rc = int(value)
@@ -107,11 +117,11 @@ class Fixture:
                 reason, sep, skip = value.partition("| skip:")
                 if not sep:
                     self.header_errors.append(
-                        "bad '# kk-differs:' header: expected '<reason> | skip: <selector>, ...'"
+                        f"bad '# {key}:' header: expected '<reason> | skip: <selector>, ...'"
                     )
                     continue
                 sels = [x.strip() for x in skip.split(",") if x.strip()]
-                self.differs.append((reason.strip(), sels))
+                (self.differs if key == "kk-differs" else self.ssh_differs).append((reason.strip(), sels))
 
 
 def find_fixtures(names: list[str], all_: bool) -> list[Fixture]:
@@ -234,11 +244,167 @@ def make_root(root: str) -> None:
         os.chmod(os.path.join(root, h), 0o755)
 
 
-def run_ansible(fx: Fixture, tmp: str, timeout: float) -> Run:
-    run = Run("ansible")
-    root = os.path.join(tmp, "ansible-root")
+class SshHosts:
+    """The real hosts of `--hosts-file`: both tools reach h1..h3 over SSH instead of
+    `ansible_connection: local`.
+
+    The file is JSON: {"h1": {"ip": "10.0.0.11", "port": 22, "key": "/path/id_ed25519",
+    "user": "root"}, ...} (port 22 and user root by default); it must name every inventory
+    host with an out_dir. Each run's oracle_root is the same absolute path on the
+    controller and on every host (a fresh local temp dir, created on the hosts before the
+    run and removed after it), so `{{ oracle_root }}` means "this run's directory" wherever
+    a task runs: on the hosts for ordinary tasks, on the controller for fetch dest,
+    delegate_to: localhost and `ansible_connection: local` hosts. After the run the files
+    under it are read from every host (tar over SSH) and from the controller; their paths
+    in the comparison are `<where>:<relative path>`, `<where>` being the host or
+    `controller`.
+    """
+
+    SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+
+    def __init__(self, path: str):
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"compare.py: cannot read --hosts-file {path}: {e}")
+        if not isinstance(data, dict):
+            raise SystemExit(f"compare.py: --hosts-file {path}: expected a JSON object host -> {{ip, port, key}}")
+        self.hosts: dict[str, dict] = {}
+        for h in HOSTS_WITH_OUT_DIR:
+            spec = data.get(h)
+            if not isinstance(spec, dict) or not spec.get("ip") or not spec.get("key"):
+                raise SystemExit(f"compare.py: --hosts-file {path}: host {h!r} needs at least \"ip\" and \"key\"")
+            self.hosts[h] = {"ip": str(spec["ip"]), "port": int(spec.get("port", 22)),
+                             "key": os.path.abspath(str(spec["key"])), "user": str(spec.get("user", "root"))}
+        # Control sockets: compare.py's own masters and (a subdir) Ansible's, shared by all
+        # runs of this invocation and closed at the end.
+        self.ctl = tempfile.mkdtemp(prefix="kk-oracle-ssh-")
+        self.ansible_cp = os.path.join(self.ctl, "ansible")
+        os.makedirs(self.ansible_cp)
+
+    def _ssh(self, host: str, cmd: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+        h = self.hosts[host]
+        argv = ["ssh", "-i", h["key"], "-p", str(h["port"])] + self.SSH_OPTS + [
+            "-o", "ControlMaster=auto", "-o", f"ControlPath={self.ctl}/%C", "-o", "ControlPersist=300",
+            f"{h['user']}@{h['ip']}", cmd]
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=timeout)
+
+    def _each(self, fn) -> dict:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.hosts)) as pool:
+            futs = {h: pool.submit(fn, h) for h in self.hosts}
+            return {h: f.result() for h, f in futs.items()}
+
+    def prepare(self, root: str) -> list[str]:
+        """A fresh root with every out_dir on every host; problems, if any."""
+        dirs = " ".join(shlex.quote(os.path.join(root, h)) for h in HOSTS_WITH_OUT_DIR)
+        cmd = f"rm -rf {shlex.quote(root)} && mkdir -p {dirs} && chmod 755 {dirs}"
+        out = self._each(lambda h: self._ssh(h, cmd))
+        return [f"cannot prepare {root} on {h}: {_decode(p.stderr).strip()} (ssh exit {p.returncode})"
+                for h, p in out.items() if p.returncode != 0]
+
+    def collect(self, root: str, keep: bool) -> tuple[dict[str, dict], list[str]]:
+        """Every file under root on every host (then removed unless keep), keyed `host:rel`."""
+        q = shlex.quote(root)
+        cmd = f"tar -C {q} -cf - . ; rc=$?; " + ("" if keep else f"rm -rf {q}; ") + "exit $rc"
+        out = self._each(lambda h: self._ssh(h, cmd))
+        files: dict[str, dict] = {}
+        problems: list[str] = []
+        for h, p in out.items():
+            if p.returncode != 0:
+                problems.append(f"cannot read {root} on {h}: {_decode(p.stderr).strip()} (ssh exit {p.returncode})")
+                continue
+            for rel, info in snapshot_tar(p.stdout, root).items():
+                files[f"{h}:{rel}"] = info
+        return files, problems
+
+    def inventory(self, tmp: str, tool: str) -> str:
+        """inventory.yaml with SSH settings instead of `ansible_connection: local`, written
+        to <tmp>/oracle/inventory.yaml (so inventory_dir / inventory_file keep their
+        basenames); returns its path."""
+        with open(os.path.join(HERE, INVENTORY), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        out = [f"# Generated by compare.py --hosts-file from {INVENTORY}: h1..h3 are real hosts over SSH."]
+        dropped = False
+        injected: set[str] = set()
+        in_all_hosts = False
+        for ln in lines:
+            if re.match(r"^    ansible_connection:\s*local\s*$", ln):
+                dropped = True
+                continue
+            out.append(ln)
+            if ln.rstrip() == "  hosts:":
+                in_all_hosts = True
+                continue
+            if in_all_hosts and re.match(r"^  \S", ln):
+                in_all_hosts = False
+            m = re.match(r"^    ([A-Za-z0-9_.-]+):\s*$", ln) if in_all_hosts else None
+            if m and m.group(1) in self.hosts:
+                h = self.hosts[m.group(1)]
+                hv = {
+                    "ansible_connection": "ssh",
+                    "ansible_host": h["ip"],
+                    "ansible_port": h["port"],
+                    "ansible_user": h["user"],
+                    "ansible_ssh_private_key_file": h["key"],
+                    "ansible_python_interpreter": "/usr/bin/python3",
+                }
+                if tool == "ansible":
+                    # kk keeps host keys in its own work dir; Ansible would use ~/.ssh.
+                    hv["ansible_ssh_common_args"] = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+                out += [f"      {k}: {json.dumps(v)}" for k, v in hv.items()]
+                injected.add(m.group(1))
+        missing = sorted(set(self.hosts) - injected)
+        if not dropped or missing:
+            raise RuntimeError(f"cannot turn {INVENTORY} into an SSH inventory (the all-vars line "
+                               f"'ansible_connection: local' found: {dropped}; hosts not found under all.hosts: {missing})")
+        d = os.path.join(tmp, "oracle")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "inventory.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(out) + "\n")
+        return path
+
+    def close(self) -> None:
+        """Ends the SSH masters (compare.py's and Ansible's) and removes their sockets."""
+        socks = []
+        for d in (self.ctl, self.ansible_cp):
+            try:
+                socks += [os.path.join(d, n) for n in os.listdir(d) if stat.S_ISSOCK(os.lstat(os.path.join(d, n)).st_mode)]
+            except OSError:
+                pass
+        for s in socks:
+            subprocess.run(["ssh", "-o", f"ControlPath={s}", "-O", "exit", "oracle-host"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+        shutil.rmtree(self.ctl, ignore_errors=True)
+
+
+def _prepare_roots(run: Run, root: str, ssh: SshHosts | None) -> str:
+    """Creates root (controller, and the hosts with ssh); returns the inventory to use."""
     make_root(root)
     run.root = root
+    if ssh is None:
+        return INVENTORY
+    run.problems += ssh.prepare(root)
+    return ssh.inventory(os.path.dirname(root), run.tool)
+
+
+def _collect_files(run: Run, ssh: SshHosts | None, keep: bool) -> None:
+    if ssh is None:
+        run.files = snapshot(run.root)
+        return
+    run.files = {f"controller:{rel}": v for rel, v in snapshot(run.root).items()}
+    files, problems = ssh.collect(run.root, keep)
+    run.files.update(files)
+    run.problems += problems
+
+
+def run_ansible(fx: Fixture, tmp: str, timeout: float, ssh: SshHosts | None = None, keep: bool = False) -> Run:
+    run = Run("ansible")
+    root = os.path.join(tmp, "ansible-root")
+    inventory = _prepare_roots(run, root, ssh)
     exe = ansible_playbook_bin()
     if exe is None:
         run.problems.append("ansible: ansible-playbook not found (run tests/oracle/setup_ansible.sh)")
@@ -260,23 +426,26 @@ def run_ansible(fx: Fixture, tmp: str, timeout: float) -> Run:
             "ANSIBLE_LOCAL_TEMP": os.path.join(tmp, "ansible-local"),
             "ANSIBLE_FORKS": "5",
             "ANSIBLE_PIPELINING": "True",
-            # Modules run with the venv's Python (no interpreter discovery, no warning).
+            # Modules run with the venv's Python (no interpreter discovery, no warning);
+            # over SSH the inventory sets /usr/bin/python3 for the real hosts.
             "ANSIBLE_PYTHON_INTERPRETER": os.path.join(os.path.dirname(exe), "python"),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
     )
+    if ssh is not None:
+        env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = ssh.ansible_cp
     env.pop("ANSIBLE_FORCE_COLOR", None)
-    cmd = [exe, os.path.relpath(fx.path, HERE), "-i", INVENTORY, "-e", f"oracle_root={root}"] + fx.args
-    _run_process(run, cmd, env, timeout)
-    run.files = snapshot(root)
+    cmd = [exe, os.path.relpath(fx.path, HERE), "-i", inventory, "-e", f"oracle_root={root}"] + fx.args
+    if not run.problems:
+        _run_process(run, cmd, env, timeout)
+    _collect_files(run, ssh, keep)
     return run
 
 
-def run_kk(fx: Fixture, tmp: str, timeout: float) -> Run:
+def run_kk(fx: Fixture, tmp: str, timeout: float, ssh: SshHosts | None = None, keep: bool = False) -> Run:
     run = Run("kk")
     root = os.path.join(tmp, "kk-root")
-    make_root(root)
-    run.root = root
+    inventory = _prepare_roots(run, root, ssh)
     workdir = os.path.join(tmp, "kk-work")
     os.makedirs(workdir)
     exe = os.environ.get("KK_BIN", "")
@@ -287,12 +456,44 @@ def run_kk(fx: Fixture, tmp: str, timeout: float) -> Run:
         run.problems.append(f"kk: KK_BIN={exe} does not exist")
         return run
     cmd = [
-        exe, "run", os.path.relpath(fx.path, HERE), "-i", INVENTORY,
+        exe, "run", os.path.relpath(fx.path, HERE), "-i", inventory,
         "-e", f"oracle_root={root}", "--output", "json", "--workdir", workdir,
     ] + fx.args
-    _run_process(run, cmd, dict(os.environ), timeout)
-    run.files = snapshot(root)
+    if not run.problems:
+        _run_process(run, cmd, dict(os.environ), timeout)
+    _collect_files(run, ssh, keep)
     return run
+
+
+def snapshot_tar(data: bytes, root: str) -> dict[str, dict]:
+    """The same view as snapshot(), read from a tar of the root (from a remote host)."""
+    import io
+    import tarfile
+
+    out: dict[str, dict] = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tf:
+        for m in tf.getmembers():
+            rel = os.path.normpath(m.name)
+            if rel in (".", ""):
+                continue
+            mode = oct(stat.S_IMODE(m.mode))
+            if m.issym():
+                out[rel] = {"type": "link", "target": m.linkname.replace(root, ROOT_MARK)}
+            elif m.isdir():
+                out[rel] = {"type": "dir", "mode": mode}
+            elif m.isfile():
+                f = tf.extractfile(m)
+                out[rel] = {"type": "file", "mode": mode, "content": _content(f.read() if f else b"", root)}
+            else:
+                out[rel] = {"type": "other"}
+    return dict(sorted(out.items()))
+
+
+def _content(data: bytes, root: str) -> str:
+    try:
+        return data.decode("utf-8").replace(root, ROOT_MARK)
+    except UnicodeDecodeError:
+        return "<binary sha256 %s>" % __import__("hashlib").sha256(data).hexdigest()
 
 
 def snapshot(root: str) -> dict[str, dict]:
@@ -316,12 +517,7 @@ def snapshot(root: str) -> dict[str, dict]:
                 out[rel] = {"type": "dir", "mode": mode}
             elif stat.S_ISREG(st.st_mode):
                 with open(full, "rb") as f:
-                    data = f.read()
-                try:
-                    content = data.decode("utf-8").replace(root, ROOT_MARK)
-                except UnicodeDecodeError:
-                    content = "<binary sha256 %s>" % __import__("hashlib").sha256(data).hexdigest()
-                out[rel] = {"type": "file", "mode": mode, "content": content}
+                    out[rel] = {"type": "file", "mode": mode, "content": _content(f.read(), root)}
             else:
                 out[rel] = {"type": "other"}
     return out
@@ -506,7 +702,9 @@ def _value_diff(a, b) -> str:
     if "\n" in (a if isinstance(a, str) else "") or "\n" in (b if isinstance(b, str) else "") or len(sa) + len(sb) > 160:
         la = a.splitlines() if isinstance(a, str) else json.dumps(a, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
         lb = b.splitlines() if isinstance(b, str) else json.dumps(b, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
-        return "\n".join(difflib.unified_diff(la, lb, "ansible", "kk", lineterm="", n=2))
+        diff = "\n".join(difflib.unified_diff(la, lb, "ansible", "kk", lineterm="", n=2))
+        if diff:
+            return diff  # else the lines are equal: line ends differ, show both whole
     return f"ansible: {sa}\nkk:      {sb}"
 
 
@@ -622,6 +820,7 @@ class Outcome:
     def __init__(self, fx: Fixture):
         self.fx = fx
         self.passed = False
+        self.skipped = False
         self.lines: list[str] = []
 
 
@@ -645,13 +844,18 @@ def _tail(text: str, n: int = 25) -> str:
     return "\n".join(lines[-n:])
 
 
-def run_fixture(fx: Fixture, opts) -> Outcome:
+def run_fixture(fx: Fixture, opts, ssh: SshHosts | None = None) -> Outcome:
     oc = Outcome(fx)
+    if ssh is not None and fx.ssh_skip is not None:
+        oc.skipped = True
+        oc.passed = True
+        oc.lines.append(f"SKIP {fx.name} (skipped over SSH: {fx.ssh_skip})")
+        return oc
     tmp = tempfile.mkdtemp(prefix=f"kk-oracle-{fx.name}-")
     try:
         ta = os.path.join(tmp, "a")
         os.makedirs(ta)
-        arun = run_ansible(fx, ta, opts.timeout)
+        arun = run_ansible(fx, ta, opts.timeout, ssh, opts.keep)
         aprob = check_ansible_alone(fx, arun)
         timing = f"ansible {arun.elapsed:.1f}s"
         if opts.ansible_only:
@@ -670,7 +874,7 @@ def run_fixture(fx: Fixture, opts) -> Outcome:
             return oc
         tk = os.path.join(tmp, "k")
         os.makedirs(tk)
-        krun = run_kk(fx, tk, opts.timeout)
+        krun = run_kk(fx, tk, opts.timeout, ssh, opts.keep)
         timing += f", kk {krun.elapsed:.1f}s"
         failures: list[str] = []
         if aprob:
@@ -684,13 +888,14 @@ def run_fixture(fx: Fixture, opts) -> Outcome:
                 failures.append("  kk stderr (tail):")
                 failures += ["      " + ln for ln in _tail(krun.stderr).splitlines()]
         by_design: list[str] = []
+        differs = fx.differs + (fx.ssh_differs if ssh is not None else [])
         if not krun.problems or krun.events:
             na = normalise(arun, fx, {})
             task_paths = dict(na.paths)
             na = normalise(arun, fx, task_paths)
             nk = normalise(krun, fx, task_paths)
             for m in compare(fx, na, nk):
-                reason = next((r for r, sels in fx.differs if any(selector_matches(s, m) for s in sels)), None)
+                reason = next((r for r, sels in differs if any(selector_matches(s, m) for s in sels)), None)
                 if reason is None:
                     failures.append(m.render())
                 else:
@@ -702,7 +907,7 @@ def run_fixture(fx: Fixture, opts) -> Outcome:
                                                        "results": {f"{t} @ {h}": v for (t, h), v in n.results.items()}},
                                                       indent=1, sort_keys=True).replace("\n", "\n  "))
         if not krun.problems or krun.events:
-            for reason, sels in fx.differs:
+            for reason, sels in differs:
                 if not any(reason in line for line in by_design):
                     by_design.append(f"  note: declared difference not observed ({reason})")
         oc.passed = not failures
@@ -730,6 +935,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--ansible-only", action="store_true", help="only run Ansible and check each fixture passes")
     ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("KK_ORACLE_JOBS", "2")),
                     help="fixtures run in parallel (default 2)")
+    ap.add_argument("--hosts-file", metavar="FILE",
+                    help="run both tools over SSH against real hosts: JSON {\"h1\": {\"ip\": ..., \"port\": 22, "
+                         "\"key\": ...}, ...} for h1..h3; fixtures with '# ssh-skip:' are skipped")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per tool run (default 300)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dirs and print their paths")
     ap.add_argument("--show", action="store_true", help="print the normalised streams")
@@ -738,17 +946,29 @@ def main(argv: list[str]) -> int:
     if not opts.all and not opts.fixtures:
         ap.error("give fixture names or --all")
     fixtures = find_fixtures(opts.fixtures, opts.all)
-    passed = failed = 0
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
-        futures = [pool.submit(run_fixture, fx, opts) for fx in fixtures]
-        for fut in futures:
-            oc = fut.result()
-            print("\n".join(oc.lines), flush=True)
-            if oc.passed:
-                passed += 1
-            else:
-                failed += 1
-    print(f"{passed} passed, {failed} failed", flush=True)
+    ssh = SshHosts(opts.hosts_file) if opts.hosts_file else None
+    passed = failed = skipped = 0
+    start = time.monotonic()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+            futures = [pool.submit(run_fixture, fx, opts, ssh) for fx in fixtures]
+            for fut in futures:
+                oc = fut.result()
+                print("\n".join(oc.lines), flush=True)
+                if oc.skipped:
+                    skipped += 1
+                elif oc.passed:
+                    passed += 1
+                else:
+                    failed += 1
+    finally:
+        if ssh is not None:
+            ssh.close()
+    if ssh is None:
+        print(f"{passed} passed, {failed} failed", flush=True)
+    else:
+        print(f"{passed} passed, {failed} failed, {skipped} skipped over SSH "
+              f"({time.monotonic() - start:.0f}s)", flush=True)
     return 0 if failed == 0 else 1
 
 
