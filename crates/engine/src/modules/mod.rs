@@ -26,6 +26,7 @@ pub mod debug;
 pub mod fail;
 pub mod fetch;
 pub mod file;
+pub mod gen_cert;
 pub mod image;
 pub mod include_vars;
 pub mod lineinfile;
@@ -316,6 +317,7 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "fetch" => &fetch::Fetch,
         "script" => &script::Script,
         "include_vars" => &include_vars::IncludeVars,
+        "gen_cert" => &gen_cert::GenCert,
         _ => return None,
     })
 }
@@ -346,4 +348,5 @@ pub const NAMES: &[&str] = &[
     "fetch",
     "script",
     "include_vars",
+    "gen_cert",
 ];
