@@ -315,7 +315,20 @@ impl TestBed {
             &format!("reconnecting {}", h.name),
             &["link", "set", &h.veth, "up"],
         )?;
-        Ok(())
+        // The bridge port takes a moment to forward again (and stale neighbour entries
+        // say "no route"): wait until sshd answers, so callers see a reachable host.
+        let addr = std::net::SocketAddr::from((h.ip, h.port));
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        while std::time::Instant::now() < deadline {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(Error {
+            step: format!("reconnecting {}", h.name),
+            detail: format!("sshd at {} did not answer within 15 s after the link came up", addr),
+        })
     }
 
     /// A KubeKey inventory (`kind: Inventory`) listing every host with an ssh connector
