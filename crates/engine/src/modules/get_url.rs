@@ -257,8 +257,10 @@ impl Module for GetUrl {
         s.push_str(&stat_var_script("dest", true));
         let out = ctx.exec(s, Some(stdin.into_bytes())).await?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // The last value wins (`attempts=` is printed once per attempt).
         let get = |k: &str| {
             text.lines()
+                .rev()
                 .find_map(|l| l.strip_prefix(&format!("{}=", k)))
                 .map(str::to_string)
         };
