@@ -14,7 +14,10 @@ use testbed::TestBed;
 
 /// sha256 of a controller file, with the same tool the hosts use.
 fn sha256(path: &Path) -> String {
-    let out = Command::new("sha256sum").arg(path).output().expect("sha256sum");
+    let out = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum");
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .next()
@@ -57,13 +60,9 @@ fn get_url_checksums_failures_redirects_and_auth() {
         ),
     )
     .unwrap();
-    let srv = HttpServer::with_basic_auth(
-        bed.bridge_ip().into(),
-        root.path(),
-        "kkuser",
-        "s3cret-pw",
-    )
-    .unwrap();
+    let srv =
+        HttpServer::with_basic_auth(bed.bridge_ip().into(), root.path(), "kkuser", "s3cret-pw")
+            .unwrap();
     let wrong = "0".repeat(64);
     let site = format!(
         r#"
@@ -133,7 +132,10 @@ fn get_url_checksums_failures_redirects_and_auth() {
     let c = r.result("cut", h);
     assert_eq!(c["status"], "failed");
     assert!(
-        c["result"]["msg"].as_str().unwrap().contains("after 2 attempts"),
+        c["result"]["msg"]
+            .as_str()
+            .unwrap()
+            .contains("after 2 attempts"),
         "{c}"
     );
     assert_eq!(srv.count("/cut/big.bin"), 2);
@@ -308,11 +310,11 @@ fn installs_real_etcd_as_a_service_idempotently() {
     }
     assert_eq!(r.status("service again", h), "ok");
     assert_eq!(r.status("check", h), "ok");
+    assert_eq!(host_out(&bed, "cat /opt/etcd-docs/etcd/NOTES.txt"), "notes");
     assert_eq!(
-        host_out(&bed, "cat /opt/etcd-docs/etcd/NOTES.txt"),
-        "notes"
+        host_out(&bed, "test -e /usr/local/bin/README.md; echo $?"),
+        "1"
     );
-    assert_eq!(host_out(&bed, "test -e /usr/local/bin/README.md; echo $?"), "1");
     assert_eq!(
         host_out(
             &bed,

@@ -106,7 +106,11 @@ impl HttpServer {
 
     /// Every request so far, in order.
     pub fn requests(&self) -> Vec<LoggedRequest> {
-        self.shared.log.lock().map(|l| l.clone()).unwrap_or_default()
+        self.shared
+            .log
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
     }
 
     /// How many requests asked for `path` (exactly, e.g. `/data.bin`).
@@ -244,7 +248,12 @@ fn respond(
     } else {
         "application/octet-stream"
     };
-    head(out, 200, &format!("Content-Type: {}\r\n", ctype), data.len());
+    head(
+        out,
+        200,
+        &format!("Content-Type: {}\r\n", ctype),
+        data.len(),
+    );
     if method != "HEAD" {
         let n = if cut { data.len() / 2 } else { data.len() };
         let _ = out.write_all(&data[..n]);

@@ -39,11 +39,7 @@ struct GetUrlArgs {
         deserialize_with = "args::opt_string_like"
     )]
     url_password: Option<String>,
-    #[serde(
-        default,
-        alias = "token",
-        deserialize_with = "args::opt_string_like"
-    )]
+    #[serde(default, alias = "token", deserialize_with = "args::opt_string_like")]
     bearer_token: Option<String>,
     #[serde(default)]
     headers: Option<Value>,
@@ -120,7 +116,10 @@ pub(crate) fn parse_headers(v: &Option<Value>) -> Result<IndexMap<String, String
     let bad = |what: &Value| {
         Error::new(
             ErrorKind::ModuleArgs,
-            format!("invalid headers {}: expected a mapping of names to values", what),
+            format!(
+                "invalid headers {}: expected a mapping of names to values",
+                what
+            ),
         )
     };
     let scalar = |v: &Value| match v {
@@ -142,7 +141,9 @@ pub(crate) fn parse_headers(v: &Option<Value>) -> Result<IndexMap<String, String
             if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(s) {
                 return parse_headers(&Some(Value::Object(m)));
             }
-            let (k, val) = s.split_once(':').ok_or_else(|| bad(&Value::String(s.clone())))?;
+            let (k, val) = s
+                .split_once(':')
+                .ok_or_else(|| bad(&Value::String(s.clone())))?;
             out.insert(k.trim().to_string(), val.trim().to_string());
         }
         Some(Value::Array(items)) => {
@@ -179,10 +180,12 @@ impl Module for GetUrl {
         let a: GetUrlArgs = parse_args("get_url", raw, VALID)?;
         let _ = (a.force_basic_auth, a.use_proxy, &a.tmp_dest);
         let url = a.url.clone().filter(|u| !u.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "get_url: `url` is required").at_opt(ctx.span.as_ref())
+            Error::new(ErrorKind::ModuleArgs, "get_url: `url` is required")
+                .at_opt(ctx.span.as_ref())
         })?;
         let dest = a.dest.clone().filter(|d| !d.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "get_url: `dest` is required").at_opt(ctx.span.as_ref())
+            Error::new(ErrorKind::ModuleArgs, "get_url: `dest` is required")
+                .at_opt(ctx.span.as_ref())
         })?;
         let checksum = match a.checksum.as_deref().map(str::trim) {
             None | Some("") => None,
@@ -296,7 +299,10 @@ impl Module for GetUrl {
                 return fail(format!(
                     "get_url: the checksum file {} has no {} digest for `{}`",
                     sums_url.clone().unwrap_or_default(),
-                    checksum.as_ref().map(|c| c.algorithm.as_str()).unwrap_or(""),
+                    checksum
+                        .as_ref()
+                        .map(|c| c.algorithm.as_str())
+                        .unwrap_or(""),
                     name
                 ))
             }
@@ -309,7 +315,10 @@ impl Module for GetUrl {
                 ))
             }
             84 => {
-                let alg = checksum.as_ref().map(|c| c.algorithm.as_str()).unwrap_or("");
+                let alg = checksum
+                    .as_ref()
+                    .map(|c| c.algorithm.as_str())
+                    .unwrap_or("");
                 return fail(format!(
                     "get_url: the {} checksum of the file downloaded from {} is {}, but {} was expected; {} was left unchanged",
                     alg,
@@ -317,7 +326,7 @@ impl Module for GetUrl {
                     get("got").unwrap_or_default(),
                     get("want").unwrap_or_default(),
                     get("dest").unwrap_or(dest.clone())
-                ))
+                ));
             }
             _ => return fail(format!("get_url: cannot download {} to {}", url, dest)),
         }

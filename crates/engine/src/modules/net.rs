@@ -200,7 +200,10 @@ pub fn parse_seconds(v: &serde_json::Value) -> Result<Option<u64>> {
     let bad = || {
         Error::new(
             ErrorKind::ModuleArgs,
-            format!("invalid timeout {}: expected seconds or a duration like \"30s\"", v),
+            format!(
+                "invalid timeout {}: expected seconds or a duration like \"30s\"",
+                v
+            ),
         )
     };
     match v {

@@ -31,17 +31,9 @@ struct SystemdArgs {
     enabled: Option<bool>,
     #[serde(default, deserialize_with = "args::opt_bool_like")]
     masked: Option<bool>,
-    #[serde(
-        default,
-        alias = "daemon-reload",
-        deserialize_with = "args::bool_like"
-    )]
+    #[serde(default, alias = "daemon-reload", deserialize_with = "args::bool_like")]
     daemon_reload: bool,
-    #[serde(
-        default,
-        alias = "daemon-reexec",
-        deserialize_with = "args::bool_like"
-    )]
+    #[serde(default, alias = "daemon-reexec", deserialize_with = "args::bool_like")]
     daemon_reexec: bool,
     #[serde(default, deserialize_with = "args::opt_string_like")]
     scope: Option<String>,
@@ -138,11 +130,18 @@ impl Module for SystemdService {
         let Some(name) = name else {
             let out = ctx.exec(s, None).await?;
             if out.rc != 0 {
-                return Err(remote::remote_error("systemd_service: daemon-reload failed", &out));
+                return Err(remote::remote_error(
+                    "systemd_service: daemon-reload failed",
+                    &out,
+                ));
             }
             return Ok(ModuleResult::changed(false));
         };
-        let force = if a.force == Some(true) { " --force" } else { "" };
+        let force = if a.force == Some(true) {
+            " --force"
+        } else {
+            ""
+        };
         s.push_str(&format!(
             "n={}\nshow() {{ sc show -p {} -- \"$n\"; }}\nprops=$(show) || {{ echo \"$props\"; exit 97; }}\nget() {{ printf '%s\\n' \"$props\" | sed -n \"s/^$1=//p\" | head -n 1; }}\nload=$(get LoadState); active=$(get ActiveState); ufs=$(get UnitFileState)\n",
             shell_quote(&name),
@@ -187,7 +186,10 @@ impl Module for SystemdService {
         let out = ctx.exec(s, None).await?;
         if out.rc != 0 {
             let what = match out.rc {
-                98 => format!("systemd_service: could not find the requested service {}", name),
+                98 => format!(
+                    "systemd_service: could not find the requested service {}",
+                    name
+                ),
                 95 => format!("systemd_service: a systemctl command on {} failed", name),
                 96 => "systemd_service: daemon-reload failed".to_string(),
                 97 => format!("systemd_service: systemctl show {} failed", name),

@@ -257,7 +257,10 @@ esac
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         if out.rc != 0 {
             let what = match out.rc {
-                90 => format!("unarchive: destination {} is not an existing directory", dest),
+                90 => format!(
+                    "unarchive: destination {} is not an existing directory",
+                    dest
+                ),
                 91 => format!("unarchive: source {} does not exist on the host", src),
                 92 => format!("unarchive: extracting {} failed", label),
                 93 => format!("unarchive: {} is not a tar or zip archive", label),

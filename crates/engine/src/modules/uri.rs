@@ -91,7 +91,10 @@ fn status_codes(v: &Option<Value>) -> Result<Vec<i64>> {
     let bad = |v: &Value| {
         Error::new(
             ErrorKind::ModuleArgs,
-            format!("uri: invalid status_code {}: expected a number or a list of numbers", v),
+            format!(
+                "uri: invalid status_code {}: expected a number or a list of numbers",
+                v
+            ),
         )
     };
     let one = |v: &Value| -> Result<Vec<i64>> {
@@ -177,7 +180,8 @@ impl Module for Uri {
             .unwrap_or_else(|| "GET".into())
             .to_ascii_uppercase();
         if ctx.check_mode && !matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS") {
-            let mut r = ModuleResult::ok().msg(format!("skipped in check mode: {} changes things", method));
+            let mut r =
+                ModuleResult::ok().msg(format!("skipped in check mode: {} changes things", method));
             r.skipped = true;
             return Ok(r);
         }
@@ -208,7 +212,9 @@ impl Module for Uri {
                 Some(match b {
                     Value::Object(m) => m
                         .iter()
-                        .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(&scalar_text(v))))
+                        .map(|(k, v)| {
+                            format!("{}={}", form_encode(k), form_encode(&scalar_text(v)))
+                        })
                         .collect::<Vec<_>>()
                         .join("&"),
                     other => scalar_text(other),
@@ -256,8 +262,10 @@ impl Module for Uri {
         }
         let out = ctx.exec(SCRIPT, Some(cfg.into_bytes())).await?;
         if out.rc != 0 {
-            return Err(remote::remote_error(&format!("uri: cannot request {}", url), &out)
-                .at_opt(ctx.span.as_ref()));
+            return Err(
+                remote::remote_error(&format!("uri: cannot request {}", url), &out)
+                    .at_opt(ctx.span.as_ref()),
+            );
         }
         let text = out.stdout_text();
         let section = |name: &str| -> Vec<u8> {
@@ -291,7 +299,8 @@ impl Module for Uri {
             res.data.insert(k.clone(), v.clone());
         }
         res.data.insert("status".into(), code.into());
-        res.data.insert("url".into(), net::normalize_url(&url).into());
+        res.data
+            .insert("url".into(), net::normalize_url(&url).into());
         res.data.insert("redirected".into(), (nblocks > 1).into());
         let ctype = hdrs
             .get("content_type")
@@ -362,8 +371,14 @@ mod tests {
     #[test]
     fn codes_forms_headers() {
         assert_eq!(status_codes(&None).unwrap(), vec![200]);
-        assert_eq!(status_codes(&Some(json!([200, "201"]))).unwrap(), vec![200, 201]);
-        assert_eq!(status_codes(&Some(json!("200,204"))).unwrap(), vec![200, 204]);
+        assert_eq!(
+            status_codes(&Some(json!([200, "201"]))).unwrap(),
+            vec![200, 201]
+        );
+        assert_eq!(
+            status_codes(&Some(json!("200,204"))).unwrap(),
+            vec![200, 204]
+        );
         assert!(status_codes(&Some(json!("ok"))).is_err());
         assert_eq!(form_encode("a b&c"), "a+b%26c");
         let (h, n) = parse_headers_dump(

@@ -24,11 +24,7 @@ struct WaitForArgs {
     host: Option<String>,
     #[serde(default, deserialize_with = "args::opt_int_like")]
     port: Option<i64>,
-    #[serde(
-        default,
-        alias = "dest",
-        deserialize_with = "args::opt_string_like"
-    )]
+    #[serde(default, alias = "dest", deserialize_with = "args::opt_string_like")]
     path: Option<String>,
     #[serde(default, deserialize_with = "args::opt_string_like")]
     state: Option<String>,
