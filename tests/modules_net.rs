@@ -329,3 +329,219 @@ fn installs_real_etcd_as_a_service_idempotently() {
     assert_eq!(again.recap(h)["changed"], 0, "{}", again.describe());
     assert_eq!(srv.count("/etcd-v3.4.23-linux-amd64.tar.gz"), 1);
 }
+
+/// Makes a CA, a server certificate for `ip` and a client certificate with openssl.
+fn make_certs(dir: &Path, ip: &str) {
+    let run = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl");
+        assert!(
+            o.status.success(),
+            "openssl {:?}: {}",
+            args,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=kk-test-ca",
+    ]);
+    std::fs::write(
+        dir.join("ext.cnf"),
+        format!(
+            "[srv]\nsubjectAltName=IP:{ip},IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n[cli]\nextendedKeyUsage=clientAuth\n"
+        ),
+    )
+    .unwrap();
+    for (name, ext) in [("server", "srv"), ("client", "cli")] {
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.csr"),
+            "-subj",
+            &format!("/CN={name}"),
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &format!("{name}.crt"),
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+            "-extensions",
+            ext,
+        ]);
+    }
+}
+
+const TLS_SITE: &str = r#"
+- hosts: all
+  gather_facts: false
+  vars:
+    ip: "{{ internal_ipv4 }}"
+    pki: /etc/kk-etcd-pki
+  tasks:
+    - name: binary
+      get_url: {url: "{{ base }}etcd", dest: /usr/local/bin/etcd, mode: "0755"}
+    - name: pki
+      copy: {src: pki/, dest: "{{ pki }}/", mode: "0600"}
+    - name: unit
+      copy:
+        dest: /etc/systemd/system/etcd-tls.service
+        content: |
+          [Service]
+          ExecStart=/usr/local/bin/etcd --name tls --data-dir /var/lib/etcd-tls --listen-peer-urls http://127.0.0.1:2390 --initial-advertise-peer-urls http://127.0.0.1:2390 --initial-cluster tls=http://127.0.0.1:2390 --listen-client-urls https://0.0.0.0:2391 --advertise-client-urls https://{{ ip }}:2391 --cert-file {{ pki }}/server.crt --key-file {{ pki }}/server.key --client-cert-auth --trusted-ca-file {{ pki }}/ca.crt
+          [Install]
+          WantedBy=multi-user.target
+    - name: start
+      systemd: {name: etcd-tls, state: started, enabled: true, daemon_reload: true}
+    - name: port
+      wait_for: {host: "{{ ip }}", port: 2391, timeout: 60}
+    - name: health with client cert
+      uri:
+        url: "https://{{ ip }}:2391/health"
+        client_cert: "{{ pki }}/client.crt"
+        client_key: "{{ pki }}/client.key"
+        ca_path: "{{ pki }}/ca.crt"
+      register: health
+      until: health.json is defined and health.json.health == 'true'
+      retries: 20
+      delay: 1
+    - name: put a key over the v3 JSON gateway
+      uri:
+        url: "https://{{ ip }}:2391/v3/kv/put"
+        method: POST
+        body_format: json
+        body: {key: "a2s=", value: "dGxz"}
+        client_cert: "{{ pki }}/client.crt"
+        client_key: "{{ pki }}/client.key"
+        ca_path: "{{ pki }}/ca.crt"
+      changed_when: false
+    - name: no client cert
+      uri: {url: "https://{{ ip }}:2391/health", ca_path: "{{ pki }}/ca.crt"}
+      register: nocert
+      ignore_errors: true
+    - name: unknown CA
+      uri: {url: "https://{{ ip }}:2391/health"}
+      register: noca
+      ignore_errors: true
+    - name: wrong status
+      uri: {url: "{{ base }}nope", status_code: [200, 204]}
+      register: wrong
+      ignore_errors: true
+    - name: stop
+      service: {name: etcd-tls, state: stopped}
+    - name: port closed
+      wait_for: {host: "{{ ip }}", port: 2391, state: stopped, timeout: 30}
+    - name: check
+      assert:
+        that:
+          - health.status == 200
+          - nocert.failed
+          - noca.failed and noca.status == -1
+          - wrong.status == 404
+"#;
+
+#[test]
+fn uri_speaks_tls_with_client_certificates_to_etcd() {
+    let bed = TestBed::start(1).expect("boot test host");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::copy("/usr/bin/etcd", root.path().join("etcd")).expect("needs etcd-server");
+    let srv = HttpServer::start(bed.bridge_ip().into(), root.path()).unwrap();
+    let p = Project::new();
+    p.file("inventory.yaml", &bed.inventory_yaml())
+        .file("site.yaml", TLS_SITE);
+    let pki = p.path("files/pki");
+    std::fs::create_dir_all(&pki).unwrap();
+    make_certs(&pki, &bed.hosts()[0].ip.to_string());
+    for f in ["ca.key", "ca.srl", "server.csr", "client.csr", "ext.cnf"] {
+        let _ = std::fs::remove_file(pki.join(f));
+    }
+    let base = srv.url("");
+    let r = p.run_json(&["-e", &format!("base={}", base)]);
+    r.code(0);
+    let h = &bed.hosts()[0].name;
+    assert_eq!(r.status("check", h), "ok", "{}", r.describe());
+    assert_eq!(r.status("no client cert", h), "failed");
+    let noca = r.result("unknown CA", h);
+    assert!(
+        noca["result"]["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("certificate"),
+        "{noca}"
+    );
+    assert_eq!(
+        host_out(
+            &bed,
+            "ETCDCTL_API=3 /usr/local/bin/etcd --version >/dev/null; systemctl is-active etcd-tls"
+        ),
+        "inactive"
+    );
+}
+
+#[test]
+fn check_mode_changes_nothing() {
+    let bed = TestBed::start(1).expect("boot test host");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("f.bin"), data(1000, 9)).unwrap();
+    let srv = HttpServer::start(bed.bridge_ip().into(), root.path()).unwrap();
+    let site = format!(
+        r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: get
+      get_url: {{url: "{u}f.bin", dest: /root/f.bin}}
+    - name: ssh stopped
+      service: {{name: ssh, state: stopped}}
+    - name: cron-like unit disabled
+      systemd_service: {{name: ssh, enabled: false}}
+    - name: wait
+      wait_for: {{path: /nonexistent, timeout: 1}}
+"#,
+        u = srv.url("")
+    );
+    let p = Project::new();
+    p.file("inventory.yaml", &bed.inventory_yaml())
+        .file("site.yaml", &site);
+    let r = p.run_json(&["--check"]);
+    r.code(0);
+    let h = &bed.hosts()[0].name;
+    assert_eq!(r.status("get", h), "changed", "{}", r.describe());
+    assert_eq!(r.status("ssh stopped", h), "changed");
+    assert_eq!(r.status("cron-like unit disabled", h), "changed");
+    assert_eq!(r.status("wait", h), "skipped");
+    assert_eq!(srv.count("/f.bin"), 0, "check mode downloads nothing");
+    assert_eq!(host_out(&bed, "test -e /root/f.bin; echo $?"), "1");
+    assert_eq!(host_out(&bed, "systemctl is-active ssh"), "active");
+    assert_eq!(host_out(&bed, "systemctl is-enabled ssh"), "enabled");
+}
