@@ -439,4 +439,59 @@ mod tests {
             .unwrap_err();
         assert!(err.message.contains("not an existing directory"), "{err:?}");
     }
+
+    #[tokio::test]
+    async fn unpacks_zip_with_include_and_creates() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        std::fs::write(src.join("d/a.txt"), "a\n").unwrap();
+        std::fs::write(src.join("b.txt"), "b\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("files")).unwrap();
+        let zip = dir.path().join("files/x.zip");
+        let st = Command::new("python3")
+            .args(["-m", "zipfile", "-c"])
+            .arg(&zip)
+            .arg("d")
+            .arg("b.txt")
+            .current_dir(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let dest = dir.path().join("dest");
+        std::fs::create_dir_all(&dest).unwrap();
+        let c = ctx(dir.path(), serde_json::json!({}));
+        let d = dest.to_str().unwrap();
+        let r = Unarchive
+            .run(
+                &c,
+                args(serde_json::json!({"src": "x.zip", "dest": d, "include": ["b.txt"]})),
+            )
+            .await
+            .unwrap();
+        assert!(r.changed);
+        assert_eq!(r.data["handler"], "ZipArchive");
+        assert!(dest.join("b.txt").exists() && !dest.join("d").exists());
+        let r = Unarchive
+            .run(
+                &c,
+                args(serde_json::json!({"src": "x.zip", "dest": d, "list_files": true})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.data["changed_files"], serde_json::json!(["d", "d/a.txt"]));
+        assert_eq!(
+            r.data["files"],
+            serde_json::json!(["b.txt", "d", "d/a.txt"])
+        );
+        let creates = dest.join("b.txt");
+        let r = Unarchive
+            .run(
+                &c,
+                args(serde_json::json!({"src": "x.zip", "dest": d, "creates": creates.to_str().unwrap()})),
+            )
+            .await
+            .unwrap();
+        assert!(r.skipped && !r.changed);
+    }
 }
