@@ -27,9 +27,11 @@ pub mod fail;
 pub mod fetch;
 pub mod file;
 pub mod gen_cert;
+pub mod get_url;
 pub mod image;
 pub mod include_vars;
 pub mod lineinfile;
+pub mod net;
 pub mod package;
 pub mod pause;
 pub mod remote;
@@ -37,7 +39,11 @@ pub mod script;
 pub mod set_fact;
 pub mod setup;
 pub mod stat;
+pub mod systemd_service;
 pub mod template;
+pub mod unarchive;
+pub mod uri;
+pub mod wait_for;
 
 /// A map of variables or results.
 pub type VarMap = Map<String, Value>;
@@ -318,6 +324,11 @@ pub fn lookup(name: &str) -> Option<&'static dyn Module> {
         "script" => &script::Script,
         "include_vars" => &include_vars::IncludeVars,
         "gen_cert" => &gen_cert::GenCert,
+        "get_url" => &get_url::GetUrl,
+        "unarchive" => &unarchive::Unarchive,
+        "systemd_service" => &systemd_service::SystemdService,
+        "wait_for" => &wait_for::WaitFor,
+        "uri" => &uri::Uri,
         _ => return None,
     })
 }
@@ -349,4 +360,12 @@ pub const NAMES: &[&str] = &[
     "script",
     "include_vars",
     "gen_cert",
+    "get_url",
+    "http_get_file",
+    "unarchive",
+    "systemd_service",
+    "systemd",
+    "service",
+    "wait_for",
+    "uri",
 ];

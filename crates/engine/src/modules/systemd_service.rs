@@ -1,0 +1,252 @@
+//! `systemd_service` (also `systemd`, `service`): a unit's run state, enablement and
+//! mask, in one round trip.
+//!
+//! The script runs `daemon-reload` when asked, reads the unit's properties with one
+//! `systemctl show`, acts only where the state differs from the one wanted (restart and
+//! reload always act, as in Ansible), and reports the properties again afterwards as
+//! Ansible's `status` dictionary. Check mode prints the actions without running them.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::remote;
+use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use crate::connect::shell_quote;
+use crate::error::{Error, ErrorKind, Result};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SystemdArgs {
+    #[serde(
+        default,
+        alias = "service",
+        alias = "unit",
+        deserialize_with = "args::opt_string_like"
+    )]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    state: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_bool_like")]
+    enabled: Option<bool>,
+    #[serde(default, deserialize_with = "args::opt_bool_like")]
+    masked: Option<bool>,
+    #[serde(default, alias = "daemon-reload", deserialize_with = "args::bool_like")]
+    daemon_reload: bool,
+    #[serde(default, alias = "daemon-reexec", deserialize_with = "args::bool_like")]
+    daemon_reexec: bool,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    scope: Option<String>,
+    #[serde(default, deserialize_with = "args::bool_like")]
+    no_block: bool,
+    #[serde(default, alias = "force", deserialize_with = "args::opt_bool_like")]
+    force: Option<bool>,
+    // `service` module arguments accepted for compatibility.
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    pattern: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_int_like")]
+    sleep: Option<i64>,
+    #[serde(default, rename = "use", deserialize_with = "args::opt_string_like")]
+    use_: Option<String>,
+}
+
+const VALID: &[&str] = &[
+    "name",
+    "state",
+    "enabled",
+    "masked",
+    "daemon_reload",
+    "daemon_reexec",
+    "scope",
+    "no_block",
+    "force",
+    "pattern",
+    "sleep",
+    "use",
+];
+
+/// Properties reported in `status` (the ones playbooks test), from one `systemctl show`.
+const PROPS: &str = "Id,Names,Description,LoadState,ActiveState,SubState,UnitFileState,UnitFilePreset,MainPID,ExecMainPID,ExecMainStatus,ActiveEnterTimestamp,InactiveEnterTimestamp,FragmentPath,Result,NRestarts";
+
+/// Manages systemd units.
+pub struct SystemdService;
+
+#[async_trait]
+impl Module for SystemdService {
+    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+        let a: SystemdArgs = parse_args("systemd_service", raw, VALID)?;
+        let _ = (&a.pattern, a.sleep, &a.use_);
+        let state = a.state.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        if let Some(s) = state {
+            if !matches!(s, "started" | "stopped" | "restarted" | "reloaded") {
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("systemd_service: invalid state {:?}", s),
+                )
+                .help("state is one of: started, stopped, restarted, reloaded")
+                .at_opt(ctx.span.as_ref()));
+            }
+        }
+        let name = a.name.clone().filter(|n| !n.is_empty());
+        if name.is_none() && (state.is_some() || a.enabled.is_some() || a.masked.is_some()) {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "systemd_service: `name` is required with state, enabled or masked",
+            )
+            .at_opt(ctx.span.as_ref()));
+        }
+        if name.is_none() && !a.daemon_reload && !a.daemon_reexec {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "systemd_service: give `name` (with state, enabled or masked) or daemon_reload",
+            )
+            .at_opt(ctx.span.as_ref()));
+        }
+        let scope = match a.scope.as_deref() {
+            None | Some("system") => "",
+            Some("user") => " --user",
+            Some("global") => " --global",
+            Some(other) => {
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("systemd_service: invalid scope {:?}", other),
+                )
+                .help("scope is one of: system, user, global"))
+            }
+        };
+        let mut s = format!(
+            "sc() {{ systemctl{}{} \"$@\"; }}\ncheck={}\n",
+            scope,
+            if a.no_block { " --no-block" } else { "" },
+            if ctx.check_mode { "1" } else { "" }
+        );
+        s.push_str("act() { echo \"action=$*\"; [ -n \"$check\" ] && return 0; sc \"$@\" >&2 || { echo \"systemctl $* failed\" >&2; exit 95; }; }\n");
+        if a.daemon_reexec && !ctx.check_mode {
+            s.push_str("sc daemon-reexec >&2 || exit 96\n");
+        }
+        if a.daemon_reload && !ctx.check_mode {
+            s.push_str("sc daemon-reload >&2 || exit 96\n");
+        }
+        let Some(name) = name else {
+            let out = ctx.exec(s, None).await?;
+            if out.rc != 0 {
+                return Err(remote::remote_error(
+                    "systemd_service: daemon-reload failed",
+                    &out,
+                ));
+            }
+            return Ok(ModuleResult::changed(false));
+        };
+        let force = if a.force == Some(true) {
+            " --force"
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            "n={}\nshow() {{ sc show -p {} -- \"$n\"; }}\nprops=$(show) || {{ echo \"$props\"; exit 97; }}\nget() {{ printf '%s\\n' \"$props\" | sed -n \"s/^$1=//p\" | head -n 1; }}\nload=$(get LoadState); active=$(get ActiveState); ufs=$(get UnitFileState)\n",
+            shell_quote(&name),
+            PROPS
+        ));
+        if let Some(m) = a.masked {
+            if m {
+                s.push_str(&format!(
+                    "if [ \"$ufs\" != masked ] && [ \"$ufs\" != masked-runtime ]; then act mask{} -- \"$n\"; ufs=masked; fi\n",
+                    force
+                ));
+            } else {
+                s.push_str("if [ \"$ufs\" = masked ] || [ \"$ufs\" = masked-runtime ]; then act unmask -- \"$n\"; [ -z \"$check\" ] && props=$(show) && load=$(get LoadState) && ufs=$(get UnitFileState); fi\n");
+            }
+        }
+        // A unit that is not there (and not merely masked) is an error, as in Ansible.
+        s.push_str("if [ \"$load\" = not-found ] && [ \"$ufs\" != masked ]; then echo \"Could not find the requested service $n\" >&2; exit 98; fi\n");
+        if let Some(e) = a.enabled {
+            if e {
+                s.push_str(&format!(
+                    "if ! sc is-enabled --quiet -- \"$n\" 2>/dev/null; then act enable{} -- \"$n\"; fi\n",
+                    force
+                ));
+            } else {
+                s.push_str("if sc is-enabled --quiet -- \"$n\" 2>/dev/null; then case \"$(sc is-enabled -- \"$n\" 2>/dev/null)\" in static|indirect|generated|transient|alias) ;; *) act disable -- \"$n\" ;; esac; fi\n");
+            }
+        }
+        match state {
+            Some("started") => s.push_str(
+                "case \"$active\" in active|activating|reloading) ;; *) act start -- \"$n\" ;; esac\n",
+            ),
+            Some("stopped") => s.push_str(
+                "case \"$active\" in active|activating|reloading|deactivating) act stop -- \"$n\" ;; esac\n",
+            ),
+            Some("restarted") => s.push_str("act restart -- \"$n\"\n"),
+            Some("reloaded") => s.push_str(
+                "case \"$active\" in active|activating|reloading) act reload -- \"$n\" ;; *) act start -- \"$n\" ;; esac\n",
+            ),
+            _ => {}
+        }
+        s.push_str("echo '==kk-status=='\nshow\n");
+        let out = ctx.exec(s, None).await?;
+        if out.rc != 0 {
+            let what = match out.rc {
+                98 => format!(
+                    "systemd_service: could not find the requested service {}",
+                    name
+                ),
+                95 => format!("systemd_service: a systemctl command on {} failed", name),
+                96 => "systemd_service: daemon-reload failed".to_string(),
+                97 => format!("systemd_service: systemctl show {} failed", name),
+                _ => format!("systemd_service: cannot manage {}", name),
+            };
+            return Err(remote::remote_error(&what, &out).at_opt(ctx.span.as_ref()));
+        }
+        let text = out.stdout_text();
+        let (head, tail) = text.split_once("==kk-status==").unwrap_or((&text, ""));
+        let actions: Vec<String> = head
+            .lines()
+            .filter_map(|l| l.strip_prefix("action="))
+            .map(str::to_string)
+            .collect();
+        let status = parse_show(tail);
+        let mut res = ModuleResult::changed(!actions.is_empty());
+        res.data.insert("name".into(), name.clone().into());
+        if let Some(st) = state {
+            res.data.insert("state".into(), st.into());
+        }
+        if let Some(e) = a.enabled {
+            res.data.insert("enabled".into(), e.into());
+        }
+        if let Some(m) = a.masked {
+            res.data.insert("masked".into(), m.into());
+        }
+        res.data.insert(
+            "actions".into(),
+            Value::Array(actions.into_iter().map(Value::String).collect()),
+        );
+        res.data.insert("status".into(), Value::Object(status));
+        Ok(res)
+    }
+}
+
+/// `Key=Value` lines of `systemctl show`, in their order.
+fn parse_show(text: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    for line in text.lines() {
+        if let Some((k, v)) = line.split_once('=') {
+            if !k.is_empty() && !k.contains(' ') {
+                m.insert(k.to_string(), Value::String(v.to_string()));
+            }
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn show_output() {
+        let m = parse_show("Id=etcd.service\nActiveState=active\nDescription=a=b\n\n");
+        assert_eq!(m["Id"], "etcd.service");
+        assert_eq!(m["Description"], "a=b");
+        assert_eq!(m.len(), 3);
+    }
+}

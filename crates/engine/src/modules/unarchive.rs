@@ -1,0 +1,497 @@
+//! `unarchive`: unpacks a tar (gz, xz, bz2 or plain) or zip archive into a directory on
+//! the host, in one round trip.
+//!
+//! Idempotence by content, not by marker: the archive is unpacked into a temp directory
+//! beside `dest` (with `extra_opts`, `include`, `exclude`, and `owner`/`group`/`mode`
+//! applied), every entry is compared with `dest` (content with `cmp`, mode, owner, link
+//! target), and only the entries that differ are moved into place (a rename each). So
+//! the task is `changed` exactly when `dest` did not already hold what the archive
+//! holds, whoever put it there, and nothing is rewritten when it did. A controller `src`
+//! goes over stdin once per run; `remote_src` reads a file already on the host.
+//!
+//! Tools on the host: GNU tar (auto-detects gzip/bzip2/xz), `xz` for .xz (else python3's
+//! lzma), `unzip` for zip (else python3's zipfile, without `extra_opts`).
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::remote::{self, qpath, Attrs};
+use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use crate::connect::shell_quote;
+use crate::error::{Error, ErrorKind, Result};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnarchiveArgs {
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    src: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    dest: Option<String>,
+    #[serde(default, deserialize_with = "args::bool_like")]
+    remote_src: bool,
+    #[serde(default, deserialize_with = "args::opt_bool_like")]
+    copy: Option<bool>,
+    #[serde(default, deserialize_with = "args::list_like")]
+    extra_opts: Vec<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    creates: Option<String>,
+    #[serde(default, deserialize_with = "args::list_like")]
+    include: Vec<String>,
+    #[serde(default, deserialize_with = "args::list_like")]
+    exclude: Vec<String>,
+    #[serde(default, deserialize_with = "args::bool_like")]
+    list_files: bool,
+    #[serde(default, deserialize_with = "args::opt_mode")]
+    mode: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    owner: Option<String>,
+    #[serde(default, deserialize_with = "args::opt_string_like")]
+    group: Option<String>,
+    // Accepted for compatibility; they change nothing here.
+    #[serde(default, deserialize_with = "args::opt_bool_like")]
+    keep_newer: Option<bool>,
+    #[serde(default, deserialize_with = "args::opt_bool_like")]
+    validate_certs: Option<bool>,
+    #[serde(default, deserialize_with = "args::opt_bool_like")]
+    decrypt: Option<bool>,
+    #[serde(default)]
+    io_buffer_size: Option<Value>,
+}
+
+const VALID: &[&str] = &[
+    "src",
+    "dest",
+    "remote_src",
+    "copy",
+    "extra_opts",
+    "creates",
+    "include",
+    "exclude",
+    "list_files",
+    "mode",
+    "owner",
+    "group",
+    "keep_newer",
+    "validate_certs",
+    "decrypt",
+    "io_buffer_size",
+];
+
+/// Unpacks archives.
+pub struct Unarchive;
+
+/// The archive format, from the name or the first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// Anything GNU tar reads (it detects gzip/bzip2 by itself).
+    Tar,
+    /// tar.xz: needs `xz` (or python3) on the host.
+    TarXz,
+    /// zip.
+    Zip,
+}
+
+impl Format {
+    fn handler(self) -> &'static str {
+        match self {
+            Format::Tar => "TgzArchive",
+            Format::TarXz => "TarXzArchive",
+            Format::Zip => "ZipArchive",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Format::Tar => "tar",
+            Format::TarXz => "txz",
+            Format::Zip => "zip",
+        }
+    }
+}
+
+/// Picks the format from magic bytes when known, else from the file name.
+fn detect(name: &str, head: Option<&[u8]>) -> Option<Format> {
+    if let Some(h) = head {
+        if h.starts_with(b"PK\x03\x04") || h.starts_with(b"PK\x05\x06") {
+            return Some(Format::Zip);
+        }
+        if h.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+            return Some(Format::TarXz);
+        }
+        if h.starts_with(&[0x1f, 0x8b]) || h.starts_with(b"BZh") {
+            return Some(Format::Tar);
+        }
+        if h.len() > 262 && &h[257..262] == b"ustar" {
+            return Some(Format::Tar);
+        }
+    }
+    let n = name.to_ascii_lowercase();
+    if n.ends_with(".zip") {
+        Some(Format::Zip)
+    } else if n.ends_with(".tar.xz") || n.ends_with(".txz") {
+        Some(Format::TarXz)
+    } else if [".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz2", ".tbz"]
+        .iter()
+        .any(|e| n.ends_with(e))
+    {
+        Some(Format::Tar)
+    } else {
+        None
+    }
+}
+
+#[async_trait]
+impl Module for Unarchive {
+    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+        let a: UnarchiveArgs = parse_args("unarchive", raw, VALID)?;
+        let _ = (a.keep_newer, a.validate_certs, a.decrypt, &a.io_buffer_size);
+        let src = a.src.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
+            Error::new(ErrorKind::ModuleArgs, "unarchive: `src` is required")
+                .at_opt(ctx.span.as_ref())
+        })?;
+        let dest = a.dest.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
+            Error::new(ErrorKind::ModuleArgs, "unarchive: `dest` is required")
+                .at_opt(ctx.span.as_ref())
+        })?;
+        let remote_src = a.remote_src || a.copy == Some(false);
+        if src.contains("://") {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                format!("unarchive: a URL as `src` is not supported ({})", src),
+            )
+            .help("download it first with `get_url` (checksum-verified), then unarchive with `remote_src: true`")
+            .at_opt(ctx.span.as_ref()));
+        }
+        let (data, format, label) = if remote_src {
+            (None, detect(&src, None), src.clone())
+        } else {
+            let path = ctx.find_file("files", &src)?;
+            let data = std::fs::read(&path).map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("unarchive: cannot read {}: {}", path.display(), e),
+                )
+                .at_opt(ctx.span.as_ref())
+            })?;
+            let f = detect(&src, Some(&data[..data.len().min(512)]));
+            if f.is_none() {
+                return Err(Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!(
+                        "unarchive: {} is not a tar (gz, xz, bz2) or zip archive",
+                        path.display()
+                    ),
+                )
+                .at_opt(ctx.span.as_ref()));
+            }
+            (Some(data), f, path.display().to_string())
+        };
+        let attrs = Attrs {
+            mode: a.mode.clone(),
+            owner: a.owner.clone(),
+            group: a.group.clone(),
+        };
+        let mut s = String::new();
+        s.push_str(&format!(
+            "dest={}\nfmt={}\ncheck={}\nlist={}\n",
+            qpath(dest.trim_end_matches('/')),
+            format.map(Format::name).unwrap_or(""),
+            if ctx.check_mode { "1" } else { "" },
+            if a.list_files { "1" } else { "" },
+        ));
+        if let Some(c) = &a.creates {
+            s.push_str(&format!(
+                "if [ -e {} ]; then echo result=creates; exit 0; fi\n",
+                qpath(c)
+            ));
+        }
+        s.push_str(PREPARE);
+        match &data {
+            Some(_) => s.push_str("cat > \"$arch\" || exit 71\n"),
+            None => s.push_str(&format!(
+                "src={}\n[ -f \"$src\" ] || {{ echo \"source $src does not exist on the host\" >&2; exit 91; }}\nln -s -- \"$(readlink -f -- \"$src\")\" \"$arch.l\" 2>/dev/null || exit 71\narch=\"$arch.l\"\n",
+                qpath(&src)
+            )),
+        }
+        if format.is_none() {
+            s.push_str(DETECT);
+        }
+        let extra: String = a
+            .extra_opts
+            .iter()
+            .map(|o| format!(" {}", shell_quote(o)))
+            .collect();
+        let mut members = String::new();
+        for m in &a.include {
+            members.push_str(&format!(" {}", shell_quote(m)));
+        }
+        let mut tar_ex = String::new();
+        let mut zip_ex = String::new();
+        if !a.exclude.is_empty() {
+            zip_ex.push_str(" -x");
+        }
+        for e in &a.exclude {
+            tar_ex.push_str(&format!(" --exclude={}", shell_quote(e)));
+            zip_ex.push_str(&format!(" {}", shell_quote(e)));
+        }
+        s.push_str(&format!(
+            r#"case "$fmt" in
+  tar) tar -x -f "$arch" -C "$work"{extra}{tar_ex} --{members} || exit 92 ;;
+  txz)
+    if command -v xz >/dev/null 2>&1; then xz -dc < "$arch"
+    else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$arch"
+    fi | tar -x -f - -C "$work"{extra}{tar_ex} --{members} || exit 92 ;;
+  zip)
+    if command -v unzip >/dev/null 2>&1; then unzip -q -o{extra} "$arch"{members}{zip_ex} -d "$work" || exit 92
+    else python3 -m zipfile -e "$arch" "$work" || exit 92
+    fi ;;
+  *) echo "cannot tell the archive format of $arch" >&2; exit 93 ;;
+esac
+"#
+        ));
+        s.push_str("p=\"$work\"\n");
+        s.push_str(&attrs.script("p", true));
+        s.push_str(COMPARE);
+        let out = ctx.exec(s, data).await?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.rc != 0 {
+            let what = match out.rc {
+                90 => format!(
+                    "unarchive: destination {} is not an existing directory",
+                    dest
+                ),
+                91 => format!("unarchive: source {} does not exist on the host", src),
+                92 => format!("unarchive: extracting {} failed", label),
+                93 => format!("unarchive: {} is not a tar or zip archive", label),
+                _ => format!("unarchive: cannot unpack {} into {}", label, dest),
+            };
+            return Err(remote::remote_error(&what, &out).at_opt(ctx.span.as_ref()));
+        }
+        let mut res = ModuleResult::default();
+        if text.lines().any(|l| l == "result=creates") {
+            res.skipped = true;
+            res.msg = Some(format!(
+                "skipped, since {} exists",
+                a.creates.clone().unwrap_or_default()
+            ));
+            return Ok(res);
+        }
+        let changed_files: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("changed="))
+            .map(|f| Value::String(f.to_string()))
+            .collect();
+        res.changed = !changed_files.is_empty();
+        let fmt = text
+            .lines()
+            .find_map(|l| l.strip_prefix("fmt="))
+            .and_then(|f| match f {
+                "tar" => Some(Format::Tar),
+                "txz" => Some(Format::TarXz),
+                "zip" => Some(Format::Zip),
+                _ => None,
+            })
+            .or(format);
+        res.data.insert("dest".into(), dest.clone().into());
+        res.data.insert("src".into(), label.into());
+        if let Some(f) = fmt {
+            res.data.insert("handler".into(), f.handler().into());
+        }
+        res.data
+            .insert("changed_files".into(), Value::Array(changed_files));
+        if a.list_files {
+            let files: Vec<Value> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("file="))
+                .map(|f| Value::String(f.to_string()))
+                .collect();
+            res.data.insert("files".into(), Value::Array(files));
+        }
+        Ok(res)
+    }
+}
+
+/// Checks `dest`, makes the work directory and the archive's temp name beside it.
+const PREPARE: &str = r#"[ -d "$dest" ] || { echo "destination $dest is not an existing directory" >&2; exit 90; }
+parent=$(dirname -- "$dest")
+work=$(mktemp -d "$parent/.kk_unarchive.XXXXXXXX" 2>/dev/null || mktemp -d "$dest/../.kk_unarchive.XXXXXXXX") || exit 70
+arch="$work.archive"
+trap 'rm -rf "$work" "$arch" "$arch.l"' EXIT
+"#;
+
+/// Tells the format of a host-side archive from its first bytes.
+const DETECT: &str = r#"magic=$(od -An -tx1 -N6 "$arch" | tr -d ' \n')
+case "$magic" in
+  504b0304*|504b0506*) fmt=zip ;;
+  fd377a585a00) fmt=txz ;;
+  *) fmt=tar ;;
+esac
+echo "fmt=$fmt"
+"#;
+
+/// Compares the unpacked tree with `dest` and moves the differing entries into place.
+const COMPARE: &str = r#"cd "$work" || exit 70
+find . -mindepth 1 | sed 's|^\./||' | sort > "$arch.list"
+while IFS= read -r f; do
+  [ -n "$list" ] && echo "file=$f"
+  t="$dest/$f"
+  if [ -L "$f" ]; then
+    [ -L "$t" ] && [ "$(readlink -- "$f")" = "$(readlink -- "$t")" ] && continue
+  elif [ -d "$f" ]; then
+    [ -d "$t" ] && [ ! -L "$t" ] && [ "$(stat -c %a:%u:%g -- "$f")" = "$(stat -c %a:%u:%g -- "$t")" ] && continue
+  else
+    [ -f "$t" ] && [ ! -L "$t" ] && [ "$(stat -c %a:%u:%g -- "$f")" = "$(stat -c %a:%u:%g -- "$t")" ] && cmp -s -- "$f" "$t" && continue
+  fi
+  echo "changed=$f"
+  [ -n "$check" ] && continue
+  if [ -d "$f" ] && [ ! -L "$f" ]; then
+    if [ -d "$t" ] && [ ! -L "$t" ]; then
+      chmod "$(stat -c %a -- "$f")" "$t" && chown "$(stat -c %u:%g -- "$f")" "$t" || exit 94
+    else
+      rm -f -- "$t"; mkdir -p -- "$t" && chmod "$(stat -c %a -- "$f")" "$t" && chown "$(stat -c %u:%g -- "$f")" "$t" || exit 94
+    fi
+  else
+    mkdir -p -- "$(dirname -- "$t")" || exit 94
+    [ -d "$t" ] && [ ! -L "$t" ] && { rm -rf -- "$t" || exit 94; }
+    mv -f -- "$f" "$t" || exit 94
+  fi
+done < "$arch.list"
+rm -f "$arch.list"
+cd / || true
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::super::remote::testutil::*;
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn formats() {
+        assert_eq!(detect("a.tgz", None), Some(Format::Tar));
+        assert_eq!(detect("a.tar.xz", None), Some(Format::TarXz));
+        assert_eq!(detect("a.zip", None), Some(Format::Zip));
+        assert_eq!(detect("a.bin", None), None);
+        assert_eq!(detect("a.bin", Some(b"PK\x03\x04rest")), Some(Format::Zip));
+        assert_eq!(detect("x.zip", Some(&[0x1f, 0x8b, 8])), Some(Format::Tar));
+    }
+
+    #[tokio::test]
+    async fn unpacks_idempotently_with_strip_components() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src/pkg-1.0");
+        std::fs::create_dir_all(src.join("bin")).unwrap();
+        std::fs::write(src.join("bin/tool"), "#!/bin/sh\necho hi\n").unwrap();
+        std::fs::write(src.join("README"), "read me\n").unwrap();
+        let tgz = dir.path().join("files/pkg.tar.gz");
+        std::fs::create_dir_all(tgz.parent().unwrap()).unwrap();
+        let st = Command::new("tar")
+            .arg("-czf")
+            .arg(&tgz)
+            .arg("-C")
+            .arg(dir.path().join("src"))
+            .arg("pkg-1.0")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let dest = dir.path().join("dest");
+        std::fs::create_dir_all(&dest).unwrap();
+        let c = ctx(dir.path(), serde_json::json!({}));
+        let a = || {
+            args(serde_json::json!({
+                "src": "pkg.tar.gz",
+                "dest": dest.to_str().unwrap(),
+                "extra_opts": ["--strip-components=1"],
+            }))
+        };
+        let r = Unarchive.run(&c, a()).await.unwrap();
+        assert!(r.changed, "{:?}", r);
+        assert_eq!(
+            std::fs::read_to_string(dest.join("bin/tool")).unwrap(),
+            "#!/bin/sh\necho hi\n"
+        );
+        let r = Unarchive.run(&c, a()).await.unwrap();
+        assert!(!r.changed, "second run must not change: {:?}", r);
+        // A changed file is put back, and only it.
+        std::fs::write(dest.join("README"), "edited\n").unwrap();
+        let r = Unarchive.run(&c, a()).await.unwrap();
+        assert!(r.changed);
+        assert_eq!(r.data["changed_files"], serde_json::json!(["README"]));
+        assert_eq!(
+            std::fs::read_to_string(dest.join("README")).unwrap(),
+            "read me\n"
+        );
+        // No temp directories left beside dest.
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".kk_"))
+            .collect();
+        assert!(left.is_empty(), "{:?}", left);
+        // A missing dest is an error that says so.
+        let err = Unarchive
+            .run(
+                &c,
+                args(serde_json::json!({"src": "pkg.tar.gz", "dest": "/nonexistent/x"})),
+            )
+            .await
+            .unwrap_err();
+        assert!(err.message.contains("not an existing directory"), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn unpacks_zip_with_include_and_creates() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        std::fs::write(src.join("d/a.txt"), "a\n").unwrap();
+        std::fs::write(src.join("b.txt"), "b\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("files")).unwrap();
+        let zip = dir.path().join("files/x.zip");
+        let st = Command::new("python3")
+            .args(["-m", "zipfile", "-c"])
+            .arg(&zip)
+            .arg("d")
+            .arg("b.txt")
+            .current_dir(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let dest = dir.path().join("dest");
+        std::fs::create_dir_all(&dest).unwrap();
+        let c = ctx(dir.path(), serde_json::json!({}));
+        let d = dest.to_str().unwrap();
+        let r = Unarchive
+            .run(
+                &c,
+                args(serde_json::json!({"src": "x.zip", "dest": d, "include": ["b.txt"]})),
+            )
+            .await
+            .unwrap();
+        assert!(r.changed);
+        assert_eq!(r.data["handler"], "ZipArchive");
+        assert!(dest.join("b.txt").exists() && !dest.join("d").exists());
+        let r = Unarchive
+            .run(
+                &c,
+                args(serde_json::json!({"src": "x.zip", "dest": d, "list_files": true})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.data["changed_files"], serde_json::json!(["d", "d/a.txt"]));
+        assert_eq!(
+            r.data["files"],
+            serde_json::json!(["b.txt", "d", "d/a.txt"])
+        );
+        let creates = dest.join("b.txt");
+        let r = Unarchive
+            .run(
+                &c,
+                args(serde_json::json!({"src": "x.zip", "dest": d, "creates": creates.to_str().unwrap()})),
+            )
+            .await
+            .unwrap();
+        assert!(r.skipped && !r.changed);
+    }
+}
