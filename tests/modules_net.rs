@@ -330,79 +330,32 @@ fn installs_real_etcd_as_a_service_idempotently() {
     assert_eq!(srv.count("/etcd-v3.4.23-linux-amd64.tar.gz"), 1);
 }
 
-/// Makes a CA, a server certificate for `ip` and a client certificate with openssl.
-fn make_certs(dir: &Path, ip: &str) {
-    let run = |args: &[&str]| {
-        let o = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("openssl");
-        assert!(
-            o.status.success(),
-            "openssl {:?}: {}",
-            args,
-            String::from_utf8_lossy(&o.stderr)
-        );
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=kk-test-ca",
-    ]);
-    std::fs::write(
-        dir.join("ext.cnf"),
-        format!(
-            "[srv]\nsubjectAltName=IP:{ip},IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n[cli]\nextendedKeyUsage=clientAuth\n"
-        ),
-    )
-    .unwrap();
-    for (name, ext) in [("server", "srv"), ("client", "cli")] {
-        run(&[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.csr"),
-            "-subj",
-            &format!("/CN={name}"),
-        ]);
-        run(&[
-            "x509",
-            "-req",
-            "-in",
-            &format!("{name}.csr"),
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            &format!("{name}.crt"),
-            "-days",
-            "2",
-            "-extfile",
-            "ext.cnf",
-            "-extensions",
-            ext,
-        ]);
-    }
-}
-
 const TLS_SITE: &str = r#"
+- hosts: localhost
+  gather_facts: false
+  vars:
+    pki: "{{ playbook_dir }}/files/pki"
+  tasks:
+    - name: ca
+      gen_cert: {cn: kk-test-ca, out_key: "{{ pki }}/ca.key", out_cert: "{{ pki }}/ca.crt", date: 2d}
+    - name: server cert
+      gen_cert:
+        root_key: "{{ pki }}/ca.key"
+        root_cert: "{{ pki }}/ca.crt"
+        cn: etcd
+        sans: ["{{ etcd_ip }}", "127.0.0.1"]
+        out_key: "{{ pki }}/server.key"
+        out_cert: "{{ pki }}/server.crt"
+        date: 2d
+    - name: client cert
+      gen_cert:
+        root_key: "{{ pki }}/ca.key"
+        root_cert: "{{ pki }}/ca.crt"
+        cn: client
+        ext_key_usages: [client_auth]
+        out_key: "{{ pki }}/client.key"
+        out_cert: "{{ pki }}/client.crt"
+        date: 2d
 - hosts: all
   gather_facts: false
   vars:
@@ -445,6 +398,14 @@ const TLS_SITE: &str = r#"
         client_key: "{{ pki }}/client.key"
         ca_path: "{{ pki }}/ca.crt"
       changed_when: false
+    - name: etcdctl accepts the server
+      command: >-
+        etcdctl --endpoints https://{{ ip }}:2391 --cacert {{ playbook_dir }}/files/pki/ca.crt
+        --cert {{ playbook_dir }}/files/pki/client.crt --key {{ playbook_dir }}/files/pki/client.key endpoint health
+      environment: {ETCDCTL_API: "3"}
+      delegate_to: localhost
+      register: ctl
+      changed_when: false
     - name: no client cert
       uri: {url: "https://{{ ip }}:2391/health", ca_path: "{{ pki }}/ca.crt"}
       register: nocert
@@ -468,6 +429,7 @@ const TLS_SITE: &str = r#"
           - nocert.failed
           - noca.failed and noca.status == -1
           - wrong.status == 404
+          - "'is healthy' in (ctl.stdout + ctl.stderr)"
 "#;
 
 #[test]
@@ -479,18 +441,41 @@ fn uri_speaks_tls_with_client_certificates_to_etcd() {
     let p = Project::new();
     p.file("inventory.yaml", &bed.inventory_yaml())
         .file("site.yaml", TLS_SITE);
-    let pki = p.path("files/pki");
-    std::fs::create_dir_all(&pki).unwrap();
-    make_certs(&pki, &bed.hosts()[0].ip.to_string());
-    for f in ["ca.key", "ca.srl", "server.csr", "client.csr", "ext.cnf"] {
-        let _ = std::fs::remove_file(pki.join(f));
-    }
+    // Certificates come from gen_cert (first play); openssl checks them too.
     let base = srv.url("");
-    let r = p.run_json(&["-e", &format!("base={}", base)]);
+    let ip = bed.hosts()[0].ip.to_string();
+    let r = p.run_json(&[
+        "-e",
+        &format!("base={}", base),
+        "-e",
+        &format!("etcd_ip={}", ip),
+    ]);
+    let verify = Command::new("openssl")
+        .args(["verify", "-CAfile", "ca.crt", "server.crt", "client.crt"])
+        .current_dir(p.path("files/pki"))
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
     r.code(0);
     let h = &bed.hosts()[0].name;
     assert_eq!(r.status("check", h), "ok", "{}", r.describe());
     assert_eq!(r.status("no client cert", h), "failed");
+    assert!(
+        r.result("etcdctl accepts the server", h)["result"]["stderr"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("is healthy")
+            || r.result("etcdctl accepts the server", h)["result"]["stdout"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("is healthy"),
+        "{}",
+        r.describe()
+    );
     let noca = r.result("unknown CA", h);
     assert!(
         noca["result"]["msg"]

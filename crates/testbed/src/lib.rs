@@ -328,7 +328,10 @@ impl TestBed {
         }
         Err(Error {
             step: format!("reconnecting {}", h.name),
-            detail: format!("sshd at {} did not answer within 15 s after the link came up", addr),
+            detail: format!(
+                "sshd at {} did not answer within 15 s after the link came up",
+                addr
+            ),
         })
     }
 
