@@ -91,7 +91,29 @@ impl Drop for RegistryServer {
 }
 
 fn registry() -> RegistryServer {
+    registry_with_auth(None)
+}
+
+/// A registry that requires basic auth (htpasswd, bcrypt) when `user` is given.
+fn registry_with_auth(user: Option<(&str, &str)>) -> RegistryServer {
     let dir = tempfile::tempdir().unwrap();
+    let mut auth = String::new();
+    if let Some((u, pw)) = user {
+        let htpasswd = dir.path().join("htpasswd");
+        let st = std::process::Command::new("htpasswd")
+            .args(["-Bbc", &htpasswd.display().to_string(), u, pw])
+            .output()
+            .expect("htpasswd (apache2-utils) is installed");
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        auth = format!(
+            "auth:\n  htpasswd:\n    realm: kk\n    path: {}\n",
+            htpasswd.display()
+        );
+    }
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -100,7 +122,7 @@ fn registry() -> RegistryServer {
     let cfg = dir.path().join("config.yml");
     std::fs::write(
         &cfg,
-        format!("version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{}\n", dir.path().join("data").display(), port),
+        format!("version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{}\n{}", dir.path().join("data").display(), port, auth),
     )
     .unwrap();
     let child = std::process::Command::new("docker-registry")
@@ -246,5 +268,65 @@ fn push_pull_keep_lists_and_filter_platforms() {
             .contains("refusing a corrupted or tampered blob"),
         "{}",
         bad.describe()
+    );
+}
+
+#[test]
+fn registry_credentials_are_used_and_wrong_ones_refused() {
+    let reg = registry_with_auth(Some(("kk", "s3cret-pw")));
+    let p = Project::new();
+    let name = format!("127.0.0.1:{}/kk/private:v1", reg.port);
+    layout(&p.path("src"), &name);
+    p.file(
+        "inventory.yaml",
+        "all:\n  hosts:\n    localhost: {ansible_connection: local}\n",
+    )
+    .file(
+        "site.yaml",
+        r#"
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: push
+      image:
+        src: "local://{{ playbook_dir }}/src"
+        dest: "oci://{{ image }}"
+        auths: [{registry: "{{ reg }}", plain_http: true, username: kk, password: "{{ pw }}"}]
+"#,
+    );
+    let reg_addr = format!("127.0.0.1:{}", reg.port);
+    let ok = p.run_json(&[
+        "-e",
+        &format!("image={}", name),
+        "-e",
+        &format!("reg={}", reg_addr),
+        "-e",
+        "pw=s3cret-pw",
+    ]);
+    ok.code(0);
+    assert_eq!(
+        ok.status("push", "localhost"),
+        "changed",
+        "{}",
+        ok.describe()
+    );
+    assert!(!ok.stdout.contains("s3cret-pw"), "the password leaked");
+    let bad = p.run_json(&[
+        "-e",
+        &format!("image={}", name),
+        "-e",
+        &format!("reg={}", reg_addr),
+        "-e",
+        "pw=wrong",
+    ]);
+    bad.code(2);
+    let msg = bad.result("push", "localhost")["result"]["msg"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("refused the credentials") || msg.contains("401"),
+        "{}",
+        msg
     );
 }
