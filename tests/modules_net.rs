@@ -530,3 +530,35 @@ fn check_mode_changes_nothing() {
     assert_eq!(host_out(&bed, "systemctl is-active ssh"), "active");
     assert_eq!(host_out(&bed, "systemctl is-enabled ssh"), "enabled");
 }
+
+#[test]
+fn a_long_download_shows_progress_on_a_terminal() {
+    let bed = TestBed::start(1).expect("boot test host");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("big.bin"), data(8 * 1024 * 1024, 7)).unwrap();
+    let srv = HttpServer::start(bed.bridge_ip().into(), root.path()).unwrap();
+    let p = Project::new();
+    p.file("inventory.yaml", &bed.inventory_yaml()).file(
+        "site.yaml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: big\n      get_url: {url: \"{{ url }}\", dest: /root/big.bin}\n",
+    );
+    // `script` gives kk a terminal, where the live status line is drawn.
+    let cmd = format!(
+        "{} run site.yaml -i inventory.yaml -e url={}",
+        env!("CARGO_BIN_EXE_kk"),
+        srv.url("slow/big.bin")
+    );
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(p.dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", text);
+    assert!(
+        text.contains("downloading big.bin:") && text.contains(" MB"),
+        "no progress shown:\n{}",
+        text
+    );
+    assert!(text.contains("changed: [node1]"), "{}", text);
+}

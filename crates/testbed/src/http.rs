@@ -7,6 +7,7 @@
 //! - `/private/<file>`: the same, but only with the basic-auth credentials given to
 //!   [`HttpServer::with_basic_auth`] (401 with `WWW-Authenticate` otherwise).
 //! - `/redirect/<file>`: a 302 to `/<file>`.
+//! - `/slow/<file>`: the file in ten pieces 300 ms apart (about three seconds);
 //! - `/cut/<file>`: announces the full `Content-Length`, sends half the body, closes the
 //!   connection: an interrupted transfer.
 //! - `/status/<code>`: an empty response with that status (e.g. 500).
@@ -211,8 +212,11 @@ fn respond(
         head(out, 302, &format!("Location: /{}\r\n", rest), 0);
         return 302;
     }
+    let slow = path.starts_with("/slow/");
     let (rel, cut) = if let Some(rest) = path.strip_prefix("/cut/") {
         (rest, true)
+    } else if let Some(rest) = path.strip_prefix("/slow/") {
+        (rest, false)
     } else if let Some(rest) = path.strip_prefix("/private/") {
         if shared.auth.is_some() && auth != shared.auth.as_deref() {
             let msg = b"authentication required\n";
@@ -256,7 +260,16 @@ fn respond(
     );
     if method != "HEAD" {
         let n = if cut { data.len() / 2 } else { data.len() };
-        let _ = out.write_all(&data[..n]);
+        if slow {
+            // Ten pieces, 300 ms apart: a download that takes about three seconds.
+            for piece in data[..n].chunks(n.div_ceil(10).max(1)) {
+                let _ = out.write_all(piece);
+                let _ = out.flush();
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+        } else {
+            let _ = out.write_all(&data[..n]);
+        }
     }
     200
 }

@@ -885,6 +885,11 @@ impl Runner {
             vars: ctx.clone(),
             search_dirs,
             span: Some(t.span.clone()),
+            progress: Some({
+                let reporter = self.reporter.clone();
+                let host = host.to_string();
+                Arc::new(move |text: &str| reporter.status(&host, text))
+            }),
         };
         let retries = match &t.own.until {
             Some(_) => {

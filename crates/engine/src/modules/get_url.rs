@@ -258,7 +258,49 @@ impl Module for GetUrl {
         s.push_str(SCRIPT_TAIL);
         s.push_str(")\nrc=$?\n[ \"$rc\" = 0 ] || exit \"$rc\"\n");
         s.push_str(&stat_var_script("dest", true));
-        let out = ctx.exec(s, Some(stdin.into_bytes())).await?;
+        let run = ctx.exec(s, Some(stdin.into_bytes()));
+        let out = match (&ctx.progress, ctx.check_mode) {
+            (Some(show), false) => {
+                // While curl runs, a second channel on the same connection reports how much
+                // of the temp file has arrived, once a second.
+                let dir = std::path::Path::new(&dest)
+                    .parent()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| ".".into());
+                let probe = crate::connect::ExecRequest {
+                    script: format!(
+                        "for f in {}/.kk_get_url.*; do [ -f \"$f\" ] && wc -c < \"$f\"; done",
+                        qpath(&dir)
+                    ),
+                    become_: ctx.become_.clone(),
+                    ..Default::default()
+                };
+                let poll = async {
+                    loop {
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                        if let Ok(o) = ctx.conn.exec(&probe).await {
+                            let bytes: u64 = String::from_utf8_lossy(&o.stdout)
+                                .lines()
+                                .filter_map(|l| l.trim().parse::<u64>().ok())
+                                .sum();
+                            if bytes > 0 {
+                                show(&format!(
+                                    "downloading {}: {:.1} MB",
+                                    name,
+                                    bytes as f64 / 1_048_576.0
+                                ));
+                            }
+                        }
+                    }
+                };
+                tokio::pin!(run);
+                tokio::select! {
+                    r = &mut run => r?,
+                    _ = poll => unreachable!("the progress poll never ends"),
+                }
+            }
+            _ => run.await?,
+        };
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         // The last value wins (`attempts=` is printed once per attempt).
         let get = |k: &str| {

@@ -173,6 +173,9 @@ pub fn py_splitlines(s: &str) -> Value {
     Value::Array(out)
 }
 
+/// Shows a one-line status of a long-running module (e.g. bytes downloaded so far).
+pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Everything a module may use while it runs on one host.
 pub struct ModuleContext {
     /// The inventory name of the host the task targets.
@@ -198,6 +201,8 @@ pub struct ModuleContext {
     pub search_dirs: Vec<PathBuf>,
     /// Where the task is written, for errors.
     pub span: Option<Span>,
+    /// Live status for people watching (text output on a terminal); `None` when unused.
+    pub progress: Option<ProgressFn>,
 }
 
 impl ModuleContext {

@@ -807,6 +807,7 @@ pub(crate) mod testutil {
             vars: to_mj(&vars),
             search_dirs: vec![dir.to_path_buf()],
             span: None,
+            progress: None,
         }
     }
 

@@ -192,6 +192,7 @@ mod tests {
             vars: minijinja::Value::UNDEFINED,
             search_dirs: vec![],
             span: None,
+            progress: None,
         };
         let mut args = VarMap::new();
         args.insert("filter".into(), json!(["ansible_system", "ansible_kernel"]));

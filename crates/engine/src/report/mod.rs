@@ -114,6 +114,9 @@ pub trait Reporter: Send + Sync {
 
     /// Hosts finished so far of the running task (for a live progress line).
     fn progress(&self, _done: usize, _total: usize) {}
+
+    /// A live status line from a module on a host (e.g. a download's progress).
+    fn status(&self, _host: &str, _text: &str) {}
 }
 
 /// Output format for the terminal.
@@ -366,6 +369,17 @@ impl Reporter for Output {
         let mut shown = self.progress_shown.lock().unwrap();
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r  {}/{} hosts done", done, total);
+        let _ = err.flush();
+        *shown = true;
+    }
+
+    fn status(&self, host: &str, text: &str) {
+        if !self.live {
+            return;
+        }
+        let mut shown = self.progress_shown.lock().unwrap();
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K  [{}] {}", host, text);
         let _ = err.flush();
         *shown = true;
     }
