@@ -235,11 +235,7 @@ fn unreachable_hosts_and_faults_end_in_bounded_time() {
     bed.cut_host(2).unwrap();
     let out = child.wait_with_output().unwrap();
     let elapsed = start.elapsed();
-    let r = common::Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into(),
-        stderr: String::from_utf8_lossy(&out.stderr).into(),
-    };
+    let r = common::Run::from_output(out);
     assert_eq!(r.code, 3, "{}", r.describe());
     assert!(elapsed.as_secs() < 60, "the run took {:?}", elapsed);
     assert_eq!(r.status("long", &names[1]), "unreachable");
@@ -307,11 +303,7 @@ fn a_dropped_master_is_reopened_and_ctrl_c_leaves_nothing_behind() {
         .status()
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    let r = common::Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into(),
-        stderr: String::from_utf8_lossy(&out.stderr).into(),
-    };
+    let r = common::Run::from_output(out);
     r.code(0);
     assert_eq!(r.status("after", &h.name), "changed");
     assert!(

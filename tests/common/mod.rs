@@ -88,6 +88,15 @@ impl Project {
 }
 
 impl Run {
+    /// The outcome of a `kk` process the test started itself.
+    pub fn from_output(out: std::process::Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     /// The JSON events printed with `--output json`.
     pub fn events(&self) -> Vec<Value> {
         self.stdout
