@@ -64,7 +64,7 @@ impl std::fmt::Debug for SshConnection {
     }
 }
 
-fn unreachable(settings: &SshSettings, why: impl Into<String>) -> Error {
+fn unreachable_error(settings: &SshSettings, why: impl Into<String>) -> Error {
     Error::new(
         ErrorKind::Connection,
         format!(
@@ -193,13 +193,13 @@ impl SshConnection {
         }
         let out = match out {
             Err(_) => {
-                return Err(unreachable(
+                return Err(unreachable_error(
                     &self.settings,
                     format!("no answer within {} seconds", wait.as_secs()),
                 ))
             }
             Ok(Err(e)) => {
-                return Err(unreachable(
+                return Err(unreachable_error(
                     &self.settings,
                     format!("cannot run ssh: {}", e),
                 ))
@@ -227,7 +227,7 @@ impl SshConnection {
                     .unwrap_or("")
                     .trim()
                     .to_string();
-                unreachable(
+                unreachable_error(
                     &self.settings,
                     format!("its host key changed since it was recorded in {}", kh),
                 )
@@ -237,7 +237,7 @@ impl SshConnection {
                     fix
                 ))
             } else if why.contains("Host key verification failed") {
-                unreachable(
+                unreachable_error(
                     &self.settings,
                     format!(
                         "its host key is not in {} and strict host key checking is on",
@@ -246,12 +246,12 @@ impl SshConnection {
                 )
                 .help("connect once without --ssh-strict to record it, or add it to that file")
             } else if why.contains("Permission denied") {
-                unreachable(&self.settings, why)
+                unreachable_error(&self.settings, why)
                     .help("check the user, key or password in the inventory")
             } else if why.is_empty() {
-                unreachable(&self.settings, format!("ssh exited with {}", out.status))
+                unreachable_error(&self.settings, format!("ssh exited with {}", out.status))
             } else {
-                unreachable(&self.settings, why)
+                unreachable_error(&self.settings, why)
             };
             return Err(err);
         }
@@ -447,7 +447,7 @@ impl Connection for SshConnection {
                 // The master dropped: open it again, once, before calling the host unreachable.
                 self.ensure_open(true).await?;
                 self.run_once(&line, req).await.map_err(|e| {
-                    unreachable(
+                    unreachable_error(
                         &self.settings,
                         format!("connection lost ({}; then {})", first, e),
                     )
