@@ -6,6 +6,12 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::Value;
 
+/// Serde default for boolean arguments that are on unless turned off
+/// (`#[serde(default = "args::yes")]`).
+pub fn yes() -> bool {
+    true
+}
+
 /// A boolean given as `true`, `yes`, `"on"`, `1` …
 pub fn bool_like<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     let v = Value::deserialize(d)?;

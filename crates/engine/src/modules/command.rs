@@ -27,18 +27,14 @@ struct CommandArgs {
     executable: Option<String>,
     #[serde(default)]
     stdin: Option<String>,
-    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
     stdin_add_newline: bool,
-    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
     strip_empty_ends: bool,
     #[serde(default, deserialize_with = "args::opt_bool_like")]
     warn: Option<bool>,
     #[serde(default, deserialize_with = "args::opt_bool_like")]
     expand_argument_vars: Option<bool>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 const VALID: &[&str] = &[

@@ -32,7 +32,7 @@ struct CopyArgs {
     group: Option<String>,
     #[serde(default, deserialize_with = "args::bool_like")]
     backup: bool,
-    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
     force: bool,
     #[serde(default, deserialize_with = "args::bool_like")]
     remote_src: bool,
@@ -51,10 +51,6 @@ struct CopyArgs {
     decrypt: Option<bool>,
     #[serde(default, deserialize_with = "args::opt_bool_like")]
     unsafe_writes: Option<bool>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 const VALID: &[&str] = &[

@@ -23,18 +23,14 @@ struct FetchArgs {
     dest: Option<String>,
     #[serde(default, deserialize_with = "args::bool_like")]
     flat: bool,
-    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
     fail_on_missing: bool,
     #[serde(
-        default = "yes",
+        default = "args::yes",
         alias = "validate_md5",
         deserialize_with = "args::bool_like"
     )]
     validate_checksum: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 const VALID: &[&str] = &[

@@ -39,7 +39,7 @@ struct FileArgs {
     recurse: bool,
     #[serde(default, deserialize_with = "args::bool_like")]
     force: bool,
-    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
     follow: bool,
     #[serde(default, deserialize_with = "args::opt_string_like")]
     modification_time: Option<String>,
@@ -54,10 +54,6 @@ struct FileArgs {
     unsafe_writes: Option<bool>,
     #[serde(default, rename = "_diff_peek")]
     diff_peek: Option<serde_json::Value>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 const VALID: &[&str] = &[

@@ -49,7 +49,7 @@ struct GetUrlArgs {
     retries: Option<i64>,
     #[serde(default, deserialize_with = "args::bool_like")]
     force: bool,
-    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
     validate_certs: bool,
     #[serde(default, deserialize_with = "args::opt_string_like")]
     ca_path: Option<String>,
@@ -73,10 +73,6 @@ struct GetUrlArgs {
     use_proxy: Option<bool>,
     #[serde(default, deserialize_with = "args::opt_string_like")]
     tmp_dest: Option<String>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 const VALID: &[&str] = &[

@@ -21,7 +21,7 @@ struct StatArgs {
     path: Option<String>,
     #[serde(default, deserialize_with = "args::bool_like")]
     follow: bool,
-    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
     get_checksum: bool,
     #[serde(
         default,
@@ -48,10 +48,6 @@ struct StatArgs {
     get_attributes: Option<bool>,
     #[serde(default, deserialize_with = "args::opt_bool_like")]
     get_md5: Option<bool>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 const VALID: &[&str] = &[

@@ -25,7 +25,7 @@ struct TemplateArgs {
     group: Option<String>,
     #[serde(default, deserialize_with = "args::bool_like")]
     backup: bool,
-    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
     force: bool,
     #[serde(default, deserialize_with = "args::opt_string_like")]
     validate: Option<String>,
@@ -42,10 +42,6 @@ struct TemplateArgs {
     follow: Option<bool>,
     #[serde(default, deserialize_with = "args::opt_bool_like")]
     unsafe_writes: Option<bool>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 const VALID: &[&str] = &[

@@ -40,7 +40,7 @@ struct UriArgs {
     client_key: Option<String>,
     #[serde(default, deserialize_with = "args::opt_string_like")]
     ca_path: Option<String>,
-    #[serde(default = "yes", deserialize_with = "args::bool_like")]
+    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
     validate_certs: bool,
     #[serde(default, deserialize_with = "args::opt_string_like")]
     url_username: Option<String>,
@@ -56,10 +56,6 @@ struct UriArgs {
     http_agent: Option<String>,
     #[serde(default, deserialize_with = "args::opt_bool_like")]
     use_proxy: Option<bool>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 const VALID: &[&str] = &[
