@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+mod bundle;
+mod create;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kk_engine::exec::{run_playbook, RunOptions, TagFilter};
 use kk_engine::inventory::Inventory;
@@ -33,8 +36,83 @@ enum Command {
         #[command(flatten)]
         common: Box<Common>,
     },
+    /// Check that the hosts and the config can take a cluster (all checks, or the named ones).
+    Precheck {
+        /// Only these checks (all of them when none is named).
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(PRECHECKS))]
+        checks: Vec<String>,
+        #[command(flatten)]
+        builtin: Box<Builtin>,
+    },
+    /// Create a cluster, or write a starting config or inventory file.
+    #[command(subcommand)]
+    Create(Create),
+    /// Prepare hosts.
+    #[command(subcommand)]
+    Init(Init),
+    /// Offline packages.
+    #[command(subcommand)]
+    Artifact(Artifact),
     /// Print the version.
     Version,
+}
+
+/// The checks `kk precheck` can select (tags of playbooks/precheck.yaml).
+const PRECHECKS: [&str; 7] = [
+    "os",
+    "kubernetes",
+    "network",
+    "etcd",
+    "cri",
+    "nfs",
+    "image_registry",
+];
+
+#[derive(Subcommand)]
+enum Create {
+    /// Create a cluster (playbooks/create_cluster.yaml).
+    Cluster(Box<Builtin>),
+    /// Write a documented starting config for a Kubernetes version.
+    Config {
+        /// The Kubernetes version the config is for.
+        #[arg(long, default_value = create::DEFAULT_KUBE_VERSION)]
+        with_kubernetes: String,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Write a documented starting inventory.
+    Inventory {
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum Init {
+    /// Initialise the operating system of every node (playbooks/init_os.yaml).
+    Os(Box<Builtin>),
+}
+
+#[derive(Subcommand)]
+enum Artifact {
+    /// Download everything the config needs and pack it into an offline package
+    /// (playbooks/artifact_export.yaml).
+    Export(Box<Builtin>),
+}
+
+/// Options of the commands that run a bundled playbook: `kk run`'s, plus these.
+#[derive(Args)]
+struct Builtin {
+    #[command(flatten)]
+    common: Common,
+    /// Kubernetes version to install (sets `kubernetes.kube_version`, over the config's).
+    #[arg(long)]
+    with_kubernetes: Option<String>,
+    /// Offline package made by `kk artifact export`: install from it, with no network.
+    #[arg(short = 'a', long)]
+    artifact: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -102,18 +180,57 @@ fn absolute(p: &Path) -> PathBuf {
     }
 }
 
-fn build_options(playbook: PathBuf, c: &Common) -> Result<(RunOptions, PathBuf), Error> {
+/// What a command adds to `kk run`'s options: values forced into the config layer and
+/// the inventory used when `-i` is not given.
+#[derive(Default)]
+struct Preset {
+    /// `(dotted.path, value)` pairs set in the config, over the user's config and `--set`.
+    config: Vec<(&'static str, serde_json::Value)>,
+    /// Tags added to `--tags`.
+    tags: Vec<String>,
+    /// The inventory when `-i` is not given.
+    default_inventory: Option<PathBuf>,
+}
+
+/// Sets `a.b.c` in a variable map, creating the mappings on the way.
+fn set_path(map: &mut VarMap, path: &str, value: serde_json::Value) {
+    let mut keys = path.rsplit('.');
+    let mut value = value;
+    let last = keys.next().unwrap_or(path);
+    let mut leaf = serde_json::Map::new();
+    leaf.insert(last.to_string(), value);
+    value = serde_json::Value::Object(leaf);
+    for k in keys {
+        let mut m = serde_json::Map::new();
+        m.insert(k.to_string(), value);
+        value = serde_json::Value::Object(m);
+    }
+    if let serde_json::Value::Object(m) = value {
+        let over: VarMap = m.into_iter().collect();
+        kk_engine::vars::merge_maps(map, &over);
+    }
+}
+
+fn build_options(
+    playbook: PathBuf,
+    c: &Common,
+    preset: &Preset,
+    workdir: &Path,
+) -> Result<RunOptions, Error> {
     if !playbook.is_file() {
         return Err(
             options_error(format!("playbook {} not found", playbook.display()))
                 .help("give the path of a playbook YAML file"),
         );
     }
-    let inventory = match &c.inventory {
+    let inventory_path = c
+        .inventory
+        .clone()
+        .or_else(|| preset.default_inventory.clone());
+    let inventory = match &inventory_path {
         Some(p) => Inventory::load(p)?,
         None => Inventory::empty(),
     };
-    let workdir = absolute(c.workdir.as_deref().unwrap_or(Path::new("kubekey")));
     let mut config = match &c.config {
         Some(p) => load_config(p)?,
         None => VarMap::new(),
@@ -121,6 +238,9 @@ fn build_options(playbook: PathBuf, c: &Common) -> Result<(RunOptions, PathBuf),
     config.insert("work_dir".into(), workdir.display().to_string().into());
     for s in &c.set {
         apply_set(&mut config, s)?;
+    }
+    for (path, value) in &preset.config {
+        set_path(&mut config, path, value.clone());
     }
     let cwd = std::env::current_dir().unwrap_or_default();
     let mut extra = VarMap::new();
@@ -131,32 +251,36 @@ fn build_options(playbook: PathBuf, c: &Common) -> Result<(RunOptions, PathBuf),
     if c.forks == 0 {
         return Err(options_error("--forks must be at least 1"));
     }
-    Ok((
-        RunOptions {
-            playbook,
-            inventory,
-            config,
-            extra_vars: extra,
-            tags: TagFilter {
-                only: c.tags.clone(),
-                skip: c.skip_tags.clone(),
-            },
-            limit: c.limit.clone(),
-            check: c.check,
-            diff: c.diff,
-            forks: c.forks,
-            roles_path: Vec::new(),
-            inventory_path: c.inventory.clone(),
-            verbosity: c.verbose,
-            workdir: workdir.clone(),
-            ssh_strict: c.ssh_strict,
+    let mut only = c.tags.clone();
+    only.extend(preset.tags.iter().cloned());
+    Ok(RunOptions {
+        playbook,
+        inventory,
+        config,
+        extra_vars: extra,
+        tags: TagFilter {
+            only,
+            skip: c.skip_tags.clone(),
         },
-        workdir,
-    ))
+        limit: c.limit.clone(),
+        check: c.check,
+        diff: c.diff,
+        forks: c.forks,
+        roles_path: Vec::new(),
+        inventory_path,
+        verbosity: c.verbose,
+        workdir: workdir.to_path_buf(),
+        ssh_strict: c.ssh_strict,
+    })
 }
 
-async fn run(playbook: PathBuf, common: Box<Common>) -> Result<i32, Error> {
-    let (opts, workdir) = build_options(playbook, &common)?;
+fn workdir_of(c: &Common) -> PathBuf {
+    absolute(c.workdir.as_deref().unwrap_or(Path::new("kubekey")))
+}
+
+async fn run(playbook: PathBuf, common: &Common, preset: Preset) -> Result<i32, Error> {
+    let workdir = workdir_of(common);
+    let opts = build_options(playbook, common, &preset, &workdir)?;
     let format = match common.output {
         OutputFormat::Text => Format::Text,
         OutputFormat::Json => Format::Json,
@@ -173,6 +297,71 @@ async fn run(playbook: PathBuf, common: Box<Common>) -> Result<i32, Error> {
     })?;
     let outcome = run_playbook(opts, Arc::new(output)).await?;
     Ok(outcome.exit_code)
+}
+
+/// Runs one of the bundled playbooks (`playbooks/<name>.yaml`) with a built-in command's
+/// options; without `-i` the bundled localhost inventory is used.
+async fn run_builtin(name: &str, b: &Builtin, tags: Vec<String>) -> Result<i32, Error> {
+    let root = bundle::extract(&workdir_of(&b.common))?;
+    let mut preset = Preset {
+        tags,
+        default_inventory: Some(root.join("builtin/inventory/localhost.yaml")),
+        ..Preset::default()
+    };
+    if let Some(v) = &b.with_kubernetes {
+        preset
+            .config
+            .push(("kubernetes.kube_version", create::kube_version(v)?.into()));
+    }
+    if let Some(a) = &b.artifact {
+        if !a.is_file() {
+            return Err(options_error(format!(
+                "the offline package {} does not exist",
+                a.display()
+            ))
+            .help("give the file `kk artifact export` wrote (under <workdir>/artifact/)"));
+        }
+        preset.config.push((
+            "download.artifact_file",
+            absolute(a).display().to_string().into(),
+        ));
+    }
+    let playbook = root.join("playbooks").join(format!("{}.yaml", name));
+    run(playbook, &b.common, preset).await
+}
+
+/// Runs a future on a fresh runtime until it ends or the user interrupts it (exit 99).
+fn block_on(job: impl std::future::Future<Output = Result<i32, Error>>) -> i32 {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {}", e);
+            return 1;
+        }
+    };
+    let outcome = rt.block_on(async {
+        tokio::select! {
+            r = job => Some(r),
+            _ = interrupted() => None,
+        }
+    });
+    // Dropping the run's futures killed the commands it had started.
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    kk_engine::connect::remove_runtime_dir();
+    match outcome {
+        Some(Ok(code)) => code,
+        Some(Err(e)) => {
+            eprint!("{}", e.render());
+            e.exit_code()
+        }
+        None => {
+            eprintln!("\ninterrupted: the run was stopped; commands it had started were killed");
+            99
+        }
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -205,40 +394,33 @@ fn main() -> ExitCode {
             println!("kk {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        Command::Run { playbook, common } => {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("error: cannot start the runtime: {}", e);
-                    return ExitCode::from(1);
-                }
-            };
-            let outcome = rt.block_on(async {
-                tokio::select! {
-                    r = run(playbook, common) => Some(r),
-                    _ = interrupted() => None,
-                }
-            });
-            // Dropping the run's futures killed the commands it had started.
-            rt.shutdown_timeout(std::time::Duration::from_secs(2));
-            kk_engine::connect::remove_runtime_dir();
-            match outcome {
-                Some(Ok(code)) => code,
-                Some(Err(e)) => {
-                    eprint!("{}", e.render());
-                    e.exit_code()
-                }
-                None => {
-                    eprintln!(
-                        "\ninterrupted: the run was stopped; commands it had started were killed"
-                    );
-                    99
-                }
-            }
+        Command::Run { playbook, common } => block_on(run(playbook, &common, Preset::default())),
+        Command::Precheck { checks, builtin } => {
+            block_on(run_builtin("precheck", &builtin, checks))
+        }
+        Command::Create(Create::Cluster(b)) => block_on(run_builtin("create_cluster", &b, vec![])),
+        Command::Init(Init::Os(b)) => block_on(run_builtin("init_os", &b, vec![])),
+        Command::Artifact(Artifact::Export(b)) => {
+            block_on(run_builtin("artifact_export", &b, vec![]))
+        }
+        Command::Create(Create::Config {
+            with_kubernetes,
+            output,
+        }) => finish(create::config(&with_kubernetes, output.as_deref())),
+        Command::Create(Create::Inventory { output }) => {
+            finish(create::inventory(output.as_deref()))
         }
     };
     ExitCode::from(code as u8)
+}
+
+/// The exit code of a command that runs no playbook, printing its error if any.
+fn finish(r: Result<(), Error>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprint!("{}", e.render());
+            e.exit_code()
+        }
+    }
 }
