@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 
+pub mod chain;
 pub mod filters;
 pub mod ipaddr;
 pub mod jinja_tests;
@@ -213,6 +214,7 @@ impl Templar {
         minijinja_contrib::add_to_environment(&mut env);
         env.set_unknown_method_callback(python_methods);
         env.add_global("omit", OMIT);
+        env.add_function(chain::CHAIN_FN, chain::chain);
         filters::register(&mut env);
         Templar { env }
     }
@@ -226,7 +228,7 @@ impl Templar {
     pub fn eval_expr(&self, expr: &str, ctx: &minijinja::Value) -> Result<minijinja::Value> {
         let compiled = self
             .env
-            .compile_expression_owned(expr.to_string())
+            .compile_expression_owned(chain::guard_chains(expr, true).into_owned())
             .map_err(|e| convert_error(e, expr))?;
         compiled.eval(ctx).map_err(|e| convert_error(e, expr))
     }
@@ -252,6 +254,7 @@ impl Templar {
             };
         }
         let escaped = escape_backslashes(s);
+        let escaped = chain::guard_chains(&escaped, false);
         self.env
             .render_str(&escaped, ctx)
             .map(|r| Value::String(preserve_trailing_newlines(s, r)))
@@ -262,7 +265,7 @@ impl Templar {
     /// Trailing newlines of the template are kept the way Ansible keeps them.
     pub fn render_text(&self, s: &str, ctx: &minijinja::Value) -> Result<String> {
         self.env
-            .render_str(s, ctx)
+            .render_str(&chain::guard_chains(s, false), ctx)
             .map(|r| preserve_trailing_newlines(s, r))
             .map_err(|e| convert_error(e, s))
     }
@@ -510,6 +513,27 @@ mod tests {
             .unwrap(),
             serde_json::json!("b=2;a=1;")
         );
+    }
+
+    #[test]
+    fn default_and_defined_see_through_undefined_parents() {
+        let t = Templar::new();
+        let ctx = context! { a => context! { b => 1 } };
+        let r = |s: &str| t.render_str(s, &ctx).unwrap();
+        assert_eq!(r("{{ nope.x.y | default(3) }}"), Value::from(3));
+        assert_eq!(r("{{ a.b.c.d | default('z') }}"), Value::from("z"));
+        assert_eq!(r("{{ a.b | default(0) }}"), Value::from(1));
+        assert_eq!(
+            r("{{ nope.x is defined }} {{ a['b'] is defined }}"),
+            Value::from("False True")
+        );
+        assert!(t
+            .eval_condition(&Value::from("nope.x is undefined"), &ctx)
+            .unwrap());
+        // Without a guard an undefined parent is still an error that names it.
+        let e = t.render_str("{{ nope.x }}", &ctx).unwrap_err();
+        assert!(e.message.contains("nope"), "{}", e.message);
+        assert!(t.eval_condition(&Value::from("nope.x == 1"), &ctx).is_err());
     }
 
     #[test]
