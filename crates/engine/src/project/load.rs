@@ -690,8 +690,9 @@ impl Loader {
         }
         cands.push(from_dir.join("roles").join(name));
         cands.push(self.playbook_dir.join("roles").join(name));
-        if let Some(parent) = self.playbook_dir.parent() {
-            cands.push(parent.join("roles").join(name));
+        // KubeKey's layout keeps playbooks (and playbooks/hook/) next to roles/.
+        for up in self.playbook_dir.ancestors().skip(1).take(2) {
+            cands.push(up.join("roles").join(name));
         }
         cands.push(from_dir.join(name));
         cands.dedup();
