@@ -156,12 +156,16 @@ fn escape_backslashes(src: &str) -> std::borrow::Cow<'_, str> {
 /// its newline back); any other text around the braces makes the result a string.
 fn single_expression(s: &str) -> Option<&str> {
     let body = s.strip_suffix('\n').unwrap_or(s);
-    let inner = body.strip_prefix("{{")?.strip_suffix("}}")?;
-    if inner.contains("{{") || inner.contains("}}") || inner.contains("{%") {
+    let rest = body.strip_prefix("{{")?;
+    // The first `}}` outside strings and brackets closes the expression (a dict literal
+    // `{'a': {'b': 1}}` inside is fine); it must be the end of the string.
+    let (_, used) = escape_expr_strings(rest, true);
+    let tail = &rest[used..];
+    if tail.strip_prefix('-').unwrap_or(tail) != "}}" {
         return None;
     }
+    let inner = &rest[..used];
     let inner = inner.strip_prefix('-').unwrap_or(inner);
-    let inner = inner.strip_suffix('-').unwrap_or(inner);
     Some(inner.trim())
 }
 
@@ -512,6 +516,20 @@ mod tests {
             )
             .unwrap(),
             serde_json::json!("b=2;a=1;")
+        );
+    }
+
+    #[test]
+    fn nested_dict_literals_keep_their_type() {
+        let t = Templar::new();
+        let ctx = context! {};
+        assert_eq!(
+            t.render_str("{{ {'a': {'b': 1}} }}", &ctx).unwrap(),
+            serde_json::json!({"a": {"b": 1}})
+        );
+        assert_eq!(
+            t.render_str("{{ 1 }} and {{ 2 }}", &ctx).unwrap(),
+            Value::from("1 and 2")
         );
     }
 
