@@ -76,11 +76,16 @@ fn inventory(bed: &TestBed) -> String {
 /// The config: no time sync, no kernel-global sysctls, and swap left alone when this
 /// machine has swap (`swapoff -a` in a host would turn off the machine's own).
 fn config() -> String {
+    config_with("    ntp:\n      enabled: false\n")
+}
+
+/// [`config`] with other `native` keys (indented four spaces).
+fn config_with(native: &str) -> String {
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     let machine_has_swap = swaps.lines().count() > 1;
     format!(
-        "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nspec:\n  native:\n    disable_swap: {}\n    ntp:\n      enabled: false\n    sysctl_skip: [vm., fs., kernel., net.core.rmem_max, net.core.wmem_max, net.ipv4.neigh., net.ipv6.neigh.]\n",
-        !machine_has_swap
+        "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nspec:\n  native:\n    disable_swap: {}\n    sysctl_skip: [vm., fs., kernel., net.core.rmem_max, net.core.wmem_max, net.ipv4.neigh., net.ipv6.neigh.]\n{}",
+        !machine_has_swap, native
     )
 }
 
@@ -360,4 +365,90 @@ fn init_os_prepares_three_hosts_and_a_second_run_changes_nothing() {
         sh(&bed, 1, "sysctl -n net.ipv4.ip_local_reserved_ports"),
         "30000-32767"
     );
+}
+
+/// Time sync with a FAKE chronyd (a shell script that sleeps; a real chronyd in a test host
+/// could step this machine's clock): first chrony is missing and the run says so, then
+/// the fake is installed as `chrony.service` and the run writes chrony.conf (inventory
+/// names resolved to addresses, the node itself left out, the distribution's sources
+/// commented out) and restarts it; a second run changes nothing.
+#[test]
+fn ntp_configures_chrony_only_where_it_is_installed() {
+    let bed = TestBed::start(2).expect("boot test hosts");
+    let p = Project::new();
+    p.file(
+        "inventory.yaml",
+        &bed.inventory_yaml().replace("    testbed:\n", "    k8s_cluster:\n"),
+    )
+    .file(
+        "config.yaml",
+        &config_with(
+            "    chrony_package: \"\"\n    ntp:\n      enabled: true\n      servers: [node1, ntp.example.org]\n",
+        ),
+    );
+    for i in 0..2 {
+        let real = bed.ssh(i, "command -v chronyd");
+        assert!(
+            !real.status.success(),
+            "the test hosts now have a real chronyd; this test would start it and it can step \
+             the shared clock: give it a fake path instead"
+        );
+    }
+    let r = init_os(&p, &[]);
+    r.code(0);
+    for h in ["node1", "node2"] {
+        let msg = r.msg("NTP | Say that chrony is missing", h);
+        assert!(
+            msg.as_str().unwrap_or_default().contains(&format!(
+                "{h}: chrony is not installed, so time sync is not configured"
+            )),
+            "{}",
+            msg
+        );
+    }
+    for i in 0..2 {
+        sh(
+            &bed,
+            i,
+            "mkdir -p /etc/chrony \
+             && printf '#!/bin/sh\\n# FAKE chronyd for a test: never touches the clock\\nexec sleep infinity\\n' > /usr/local/sbin/chronyd \
+             && chmod 755 /usr/local/sbin/chronyd \
+             && printf '# distribution default\\npool 2.debian.pool.ntp.org iburst\\nserver 192.0.2.1 iburst\\nmakestep 1 3\\n' > /etc/chrony/chrony.conf \
+             && printf '[Service]\\nExecStart=/usr/local/sbin/chronyd\\n[Install]\\nWantedBy=multi-user.target\\n' > /etc/systemd/system/chrony.service \
+             && systemctl daemon-reload",
+        );
+    }
+    let r = init_os(&p, &[]);
+    r.code(0);
+    let node1_ip = bed.hosts()[0].ip.to_string();
+    for (i, h) in ["node1", "node2"].iter().enumerate() {
+        assert_eq!(
+            r.status("NTP | Restart chrony for the new configuration", h),
+            "changed"
+        );
+        let conf = sh(&bed, i, "cat /etc/chrony/chrony.conf");
+        let servers = if i == 0 {
+            "# node1 is this node: it serves its own clock (local stratum)\n".to_string()
+        } else {
+            format!("server {node1_ip} iburst\n")
+        };
+        let want = format!(
+            "# distribution default\n#pool 2.debian.pool.ntp.org iburst\n#server 192.0.2.1 iburst\nmakestep 1 3\n\
+             # kubekey ntp BEGIN\n{servers}server ntp.example.org iburst\nallow 0.0.0.0/0\nallow ::/0\nlocal stratum 10\n# kubekey ntp END"
+        );
+        assert_eq!(conf, want, "chrony.conf on {}", h);
+        assert_eq!(
+            sh(
+                &bed,
+                i,
+                "systemctl is-active chrony; systemctl is-enabled chrony"
+            ),
+            "active\nenabled"
+        );
+    }
+    let again = init_os(&p, &[]);
+    again.code(0);
+    for h in ["node1", "node2"] {
+        assert_eq!(again.recap(h)["changed"], 0, "{}", again.describe());
+    }
 }
