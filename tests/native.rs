@@ -394,6 +394,27 @@ fn ntp_configures_chrony_only_where_it_is_installed() {
              the shared clock: give it a fake path instead"
         );
     }
+    // (Regression: a command the remote shell cannot find exits 127 over SSH; that is the
+    // command's status, not a lost connection. The `defaults` probes rely on it.)
+    p.file(
+        "missing.yaml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: missing\n      command: kk-no-such-command --version\n      failed_when: false\n",
+    );
+    let missing = p.kk(&[
+        "run",
+        "missing.yaml",
+        "-i",
+        "inventory.yaml",
+        "--workdir",
+        "wd",
+        "--output",
+        "json",
+    ]);
+    missing.code(0);
+    let res = missing.result("missing", "node1");
+    assert_ne!(res["status"], "unreachable", "{}", res);
+    assert_eq!(res["result"]["rc"], 127, "{}", res);
+
     let r = init_os(&p, &[]);
     r.code(0);
     for h in ["node1", "node2"] {
