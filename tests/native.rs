@@ -111,11 +111,11 @@ fn machine_sysctls() -> BTreeMap<&'static str, String> {
         .collect()
 }
 
+/// `kk init os` (the bundled playbooks/init_os.yaml) with the project's inventory and config.
 fn init_os(p: &Project, extra: &[&str]) -> Run {
-    let playbook = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/init_os.yaml");
     let mut args = vec![
-        "run",
-        playbook,
+        "init",
+        "os",
         "-i",
         "inventory.yaml",
         "-c",
@@ -315,6 +315,8 @@ fn init_os_prepares_three_hosts_and_a_second_run_changes_nothing() {
             sudo
         );
     }
+    // The controller play made the cluster's CA (role certs/init).
+    assert!(p.path("wd/pki/root.crt").is_file(), "no CA in wd/pki");
     assert_eq!(
         before,
         machine_sysctls(),
@@ -378,7 +380,9 @@ fn ntp_configures_chrony_only_where_it_is_installed() {
     let p = Project::new();
     p.file(
         "inventory.yaml",
-        &bed.inventory_yaml().replace("    testbed:\n", "    k8s_cluster:\n"),
+        // (An etcd group too: certs/init needs one.)
+        &(bed.inventory_yaml().replace("    testbed:\n", "    k8s_cluster:\n")
+            + "    etcd:\n      hosts: [node1]\n"),
     )
     .file(
         "config.yaml",
