@@ -186,6 +186,22 @@ fn init_os_prepares_three_hosts_and_a_second_run_changes_nothing() {
     }
     let before = machine_sysctls();
 
+    // Check mode (limited to the nodes: the controller play writes certificates) reports
+    // changes and makes none.
+    let limit = NAMES.join(",");
+    let check = init_os(&p, &["-C", "-l", &limit]);
+    check.code(0);
+    for (i, name) in NAMES.iter().enumerate() {
+        assert_eq!(check.recap(name)["failed"], 0, "{}", check.describe());
+        assert_ne!(check.recap(name)["changed"], 0, "{}", check.describe());
+        assert_eq!(
+            sh(&bed, i, "hostname; sysctl -n net.ipv4.ip_forward; ls /etc/sysctl.d/99-kubekey.conf 2>&1 || true; grep -c kubekey /etc/hosts || true"),
+            format!("node{}\n0\nls: cannot access '/etc/sysctl.d/99-kubekey.conf': No such file or directory\n0", i + 1),
+            "check mode changed {}",
+            name
+        );
+    }
+
     let r = init_os(&p, &[]);
     r.code(0);
     let ips: Vec<String> = bed.hosts().iter().map(|h| h.ip.to_string()).collect();
