@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openssh::{Session, Stdio};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use super::{shell_quote, Become, Connection, ExecOutput, ExecRequest};
@@ -293,12 +293,36 @@ impl SshConnection {
             let _ = stdin.shutdown().await;
             drop(stdin);
         }
-        let out = child.wait_with_output().await?;
-        Ok(ExecOutput {
-            rc: out.status.code().unwrap_or(-1),
-            stdout: out.stdout,
-            stderr: out.stderr,
-        })
+        // Read both streams concurrently (a full pipe would block the remote command),
+        // then wait. Not `wait_with_output`: openssh turns a remote exit status 127 into an
+        // error and drops the output, but 127 is the command's own status ("command not
+        // found" from the remote shell), not a broken connection.
+        let (mut out_pipe, mut err_pipe) = (child.stdout().take(), child.stderr().take());
+        let read_out = async {
+            let mut buf = Vec::new();
+            if let Some(p) = out_pipe.as_mut() {
+                p.read_to_end(&mut buf)
+                    .await
+                    .map_err(openssh::Error::ChildIo)?;
+            }
+            Ok::<_, openssh::Error>(buf)
+        };
+        let read_err = async {
+            let mut buf = Vec::new();
+            if let Some(p) = err_pipe.as_mut() {
+                p.read_to_end(&mut buf)
+                    .await
+                    .map_err(openssh::Error::ChildIo)?;
+            }
+            Ok::<_, openssh::Error>(buf)
+        };
+        let (stdout, stderr) = tokio::try_join!(read_out, read_err)?;
+        let rc = match child.wait().await {
+            Ok(status) => status.code().unwrap_or(-1),
+            Err(openssh::Error::Remote(e)) if e.kind() == std::io::ErrorKind::NotFound => 127,
+            Err(e) => return Err(e),
+        };
+        Ok(ExecOutput { rc, stdout, stderr })
     }
 
     async fn ensure_open(&self, reopen: bool) -> Result<()> {
