@@ -1009,12 +1009,16 @@ fn run_blocking(
     out_cert: &Path,
     check_mode: bool,
 ) -> Result<ModuleResult> {
+    // In check mode a CA made earlier in the same run does not exist yet: what it signs
+    // would be generated too.
+    let ca_pending = check_mode && root.is_some_and(|(k, c)| !k.exists() && !c.exists());
     let ca = match root {
-        Some((k, c)) => Some(load_ca(k, c)?),
-        None => None,
+        Some((k, c)) if !ca_pending => Some(load_ca(k, c)?),
+        _ => None,
     };
     let now = now_ts();
     let reason = match req.policy {
+        _ if ca_pending => "its CA does not exist yet".to_string(),
         Policy::Always => "policy is always".to_string(),
         Policy::IfNotPresent | Policy::Never => {
             match check_existing(req, ca.as_ref(), out_key, out_cert, now) {
@@ -1451,6 +1455,14 @@ mod tests {
         assert_eq!(r.data["reason"], json!("certificate absent"));
         assert_eq!(r.data["subject"], json!("CN=ca"));
         assert!(!dir.join("ca.key").exists() && !dir.join("ca.crt").exists());
+
+        // A certificate signed by that CA, still absent in check mode: would be generated.
+        let leaf = json!({"root_key": p(dir, "ca.key"), "root_cert": p(dir, "ca.crt"),
+            "out_key": p(dir, "leaf.key"), "out_cert": p(dir, "leaf.crt"), "cn": "leaf"});
+        let r = run(&c, leaf).await.unwrap();
+        assert!(r.changed);
+        assert_eq!(r.data["reason"], json!("its CA does not exist yet"));
+        assert!(!dir.join("leaf.crt").exists());
 
         c.check_mode = false;
         assert!(run(&c, ca_inp.clone()).await.unwrap().changed);
