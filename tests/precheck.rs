@@ -163,7 +163,7 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
         "ok"
     );
     assert_eq!(
-        r.status("cri | containerd version is recent enough", "node2"),
+        r.status("cri | containerd version is recent enough", "node1"),
         "ok"
     );
     // Cluster-wide checks report once.
@@ -340,6 +340,66 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
         "node3",
         &["image_registry group", "cri.docker_version is not set"],
     );
+
+    // --- upstream bugs fixed -----------------------------------------------------------------
+    // cni.type kubeovn is accepted (upstream's list said 'kube-ovn').
+    let r = precheck(
+        &bed,
+        &NODES,
+        GROUPS,
+        "  cni:\n    type: kubeovn\n    kubeovn_version: v1.15.0\n",
+        &[],
+    );
+    r.code(0);
+    // The node address must match exactly: the bridge's x.x.x.1 is a substring of node1's
+    // x.x.x.11, which upstream's `grep -q` accepted.
+    let p = Project::new();
+    let inv = inventory(&bed, &NODES, GROUPS).replacen(
+        &format!("internal_ipv4: {}\n", bed.hosts()[0].ip),
+        &format!("internal_ipv4: {}\n", bed.bridge_ip()),
+        1,
+    );
+    p.file("inventory.yaml", &inv).file("config.yaml", CONFIG);
+    let pb = playbook();
+    let r = p.kk(&[
+        "run",
+        &pb,
+        "-i",
+        "inventory.yaml",
+        "-c",
+        "config.yaml",
+        "--workdir",
+        "wd",
+        "--output",
+        "json",
+    ]);
+    fails_once(
+        "address on no interface",
+        &r,
+        "network | internal_ipv4 is assigned to an interface",
+        "node1",
+        &[
+            &format!("internal_ipv4 \"{}\"", bed.bridge_ip()),
+            &format!("expected one of: {}", bed.hosts()[0].ip),
+        ],
+    );
+    // The IPv6 pod range per node is sized by ipv6_mask_size (upstream used ipv4_mask_size):
+    // /121 holds 126 pods < 250, while the IPv4 /24 (254) is fine. Checked on every k8s host,
+    // since max_pods may differ per group.
+    let spec = "  kubernetes:\n    kubelet:\n      max_pods: 250\n  cni:\n    pod_cidr: 10.233.64.0/18,fd85:ee78:d8a6:8607::1:0/112\n    ipv6_mask_size: 121\n";
+    let r = precheck(&bed, &NODES, GROUPS, spec, &[]);
+    let f = failures(&r);
+    assert_eq!(f.len(), 3, "{f:#?}");
+    for ((task, host, msg), want) in f.iter().zip(NODES) {
+        assert_eq!(
+            (task.as_str(), host.as_str()),
+            ("network | IPv6 pod range per node holds max_pods", want)
+        );
+        assert!(
+            msg.contains("/121 per-node IPv6 pod range (cni.ipv6_mask_size) holds only 126 pods"),
+            "{msg}"
+        );
+    }
 
     // --- fio: a slow disk fails node1; without fio the check says it was skipped ----------
     let spec = "  cluster_require:\n    etcd_disk_wal_fysnc_duration_seconds: 1\n";
