@@ -341,6 +341,46 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
         &["image_registry group", "cri.docker_version is not set"],
     );
 
+    // --- an earlier installation on node2: a fake kubelet (a script printing a version, and a
+    // unit running `sleep`), first stopped, then running the wrong version ------------------
+    let fake = bed.ssh(
+        1,
+        "printf '#!/bin/sh\\necho Kubernetes v1.33.1\\n' > /usr/local/bin/kubelet && chmod +x /usr/local/bin/kubelet \
+         && printf '[Unit]\\nDescription=fake kubelet\\n[Service]\\nExecStart=/bin/sleep infinity\\n' > /etc/systemd/system/kubelet.service \
+         && systemctl daemon-reload",
+    );
+    assert!(fake.status.success(), "{fake:?}");
+    let r = precheck(&bed, &NODES, GROUPS, "", &[]);
+    fails_once(
+        "installed kubelet not running",
+        &r,
+        "kubernetes | installed kubelet is active",
+        "node2",
+        &["ActiveState is \"inactive\"", "expected \"active\""],
+    );
+    bed.ssh(1, "systemctl start kubelet");
+    let r = precheck(
+        &bed,
+        &NODES,
+        GROUPS,
+        "  kubernetes:\n    kube_version: v1.34.3\n",
+        &[],
+    );
+    fails_once(
+        "installed kubelet of another version",
+        &r,
+        "kubernetes | installed kubelet is the configured version",
+        "node2",
+        &[
+            "Kubernetes \"v1.33.1\" is already installed",
+            "kubernetes.kube_version is \"v1.34.3\"",
+        ],
+    );
+    bed.ssh(
+        1,
+        "systemctl stop kubelet; rm -f /etc/systemd/system/kubelet.service /usr/local/bin/kubelet; systemctl daemon-reload",
+    );
+
     // --- upstream bugs fixed -----------------------------------------------------------------
     // cni.type kubeovn is accepted (upstream's list said 'kube-ovn').
     let r = precheck(
