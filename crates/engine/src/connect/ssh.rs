@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openssh::{Session, Stdio};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use super::{shell_quote, Become, Connection, ExecOutput, ExecRequest};
@@ -293,12 +293,33 @@ impl SshConnection {
             let _ = stdin.shutdown().await;
             drop(stdin);
         }
-        let out = child.wait_with_output().await?;
-        Ok(ExecOutput {
-            rc: out.status.code().unwrap_or(-1),
-            stdout: out.stdout,
-            stderr: out.stderr,
-        })
+        // Read both streams, then wait. Not `wait_with_output`: the openssh crate turns a
+        // remote exit code 127 ("command not found", common for probes like `kubelet
+        // --version`) into an error, which would pass for a lost connection and make the
+        // host unreachable; here it stays an ordinary exit code with its output.
+        let (mut so, mut se) = (child.stdout().take(), child.stderr().take());
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let read_out = async {
+            match so.as_mut() {
+                Some(s) => s.read_to_end(&mut stdout).await.map(|_| ()),
+                None => Ok(()),
+            }
+        };
+        let read_err = async {
+            match se.as_mut() {
+                Some(s) => s.read_to_end(&mut stderr).await.map(|_| ()),
+                None => Ok(()),
+            }
+        };
+        let (a, b) = tokio::join!(read_out, read_err);
+        a.map_err(openssh::Error::ChildIo)?;
+        b.map_err(openssh::Error::ChildIo)?;
+        let rc = match child.wait().await {
+            Ok(status) => status.code().unwrap_or(-1),
+            Err(openssh::Error::Remote(e)) if e.kind() == std::io::ErrorKind::NotFound => 127,
+            Err(e) => return Err(e),
+        };
+        Ok(ExecOutput { rc, stdout, stderr })
     }
 
     async fn ensure_open(&self, reopen: bool) -> Result<()> {
