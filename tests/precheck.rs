@@ -473,4 +473,23 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
         "{said}"
     );
     bed.ssh(0, "mv /usr/bin/fio.hidden /usr/bin/fio");
+
+    // --- engine: a remote exit code 127 ("not found", as from `kubelet --version` on a host
+    // without kubelet) is a failed command, not a lost connection ---------------------------
+    let p = Project::new();
+    p.file("inventory.yaml", &inventory(&bed, &NODES, GROUPS)).file(
+        "site.yaml",
+        "- hosts: node1\n  gather_facts: false\n  tasks:\n    - shell: command -v kk-no-such-command\n      register: r\n      failed_when: false\n    - assert: {that: [\"r.rc == 127\"]}\n",
+    );
+    let r = p.kk(&[
+        "run",
+        "site.yaml",
+        "-i",
+        "inventory.yaml",
+        "--workdir",
+        "wd",
+        "--output",
+        "json",
+    ]);
+    r.code(0);
 }
