@@ -441,6 +441,27 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
         );
     }
 
+    // The local PV provisioner minimum applies when the local class is enabled (upstream
+    // checked it only when the NFS class was).
+    let r = precheck(
+        &bed,
+        &NODES,
+        GROUPS,
+        "  storage_class:\n    local:\n      enabled: true\n    nfs:\n      enabled: false\n    localpv_provisioner_version: 3.5.0\n",
+        &[],
+    );
+    fails_once(
+        "old local PV provisioner",
+        &r,
+        "storageclass | local PV provisioner version is supported",
+        "node1",
+        &[
+            "\"3.5.0\"",
+            "4.0.0",
+            "cluster_require.localpv_provisioner_min_version",
+        ],
+    );
+
     // --- fio: a slow disk fails node1; without fio the check says it was skipped ----------
     let spec = "  cluster_require:\n    etcd_disk_wal_fysnc_duration_seconds: 1\n";
     let r = precheck(&bed, &NODES, GROUPS, spec, &["--tags", "etcd"]);
