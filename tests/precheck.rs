@@ -203,7 +203,10 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
                 "etcd",
                 "cri",
                 "nfs",
-                "image_registry"
+                "image_registry",
+                "storage",
+                "storageclass",
+                "artifact",
             ]
             .contains(&area),
             "`{t}` ran under --tags os"
