@@ -202,6 +202,8 @@ struct Sample {
     changed: Option<u64>,
     /// SSH logins accepted by node1 during the run.
     logins: Option<usize>,
+    /// CPU time used inside the hosts during the run (sshd, shells, commands).
+    remote_cpu: f64,
 }
 
 struct Opts {
@@ -716,7 +718,9 @@ impl Bench<'_> {
         ));
         let logins_before = self.bed.accepted_ssh_logins(0).ok();
         let mut cmd = self.command(tool, mode);
+        let remote0 = self.bed.cpu_usage_usec();
         let (m, status) = measure_tree(&mut cmd, &log)?;
+        let remote_cpu = self.bed.cpu_usage_usec().saturating_sub(remote0) as f64 / 1e6;
         let logins = match (logins_before, self.bed.accepted_ssh_logins(0).ok()) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
@@ -751,6 +755,7 @@ impl Bench<'_> {
         Ok(Sample {
             changed,
             logins,
+            remote_cpu,
             ..m
         })
     }
@@ -874,6 +879,7 @@ fn measure_tree(cmd: &mut Command, log: &Path) -> Result<(Sample, bool), String>
             rss_mb: rss as f64 / 1024.0,
             changed: None,
             logins: None,
+            remote_cpu: 0.0,
         },
         status.success(),
     ))
@@ -919,8 +925,16 @@ fn table(n: usize, opts: &Opts, all: &Results) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<36} {:>4}  {:<22} {:<22} {:<22} {:>7} {:>7} {:>6}",
-        "", "runs", "wall s", "controller CPU s", "peak MB (PSS)", "RSS MB", "changed", "logins"
+        "{:<36} {:>4}  {:<22} {:<22} {:<22} {:>7} {:>12} {:>7} {:>6}",
+        "",
+        "runs",
+        "wall s",
+        "controller CPU s",
+        "peak MB (PSS)",
+        "RSS MB",
+        "hosts' CPU s",
+        "changed",
+        "logins"
     );
     for mode in [Mode::Full, Mode::Noop, Mode::Skip] {
         for &tool in &opts.tools {
@@ -941,15 +955,17 @@ fn table(n: usize, opts: &Opts, all: &Results) -> String {
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "-".into());
             let rss = median(&v.iter().map(|x| x.rss_mb).collect::<Vec<_>>());
+            let remote = median(&v.iter().map(|x| x.remote_cpu).collect::<Vec<_>>());
             let _ = writeln!(
                 s,
-                "{:<36} {:>4}  {:<22} {:<22} {:<22} {:>7.1} {:>7} {:>6}",
+                "{:<36} {:>4}  {:<22} {:<22} {:<22} {:>7.1} {:>12.2} {:>7} {:>6}",
                 format!("{}{}", tool.name(), mode.label()),
                 v.len(),
                 stat(&walls, 3),
                 stat(&cpus, 3),
                 stat(&mems, 1),
                 rss,
+                remote,
                 changed,
                 logins
             );
