@@ -114,6 +114,9 @@ pub struct SshConnection {
     /// is only fed to sudo when it will read it (otherwise it would reach the command).
     sudo_nopasswd: Mutex<std::collections::HashMap<String, bool>>,
     dir: tempfile::TempDir,
+    /// Whether the current master's connection has its [`REAPER`] (started by the first
+    /// command on it); cleared when the master is opened again.
+    reaper_started: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for SshConnection {
@@ -158,6 +161,7 @@ impl SshConnection {
             session: Mutex::new(None),
             sudo_nopasswd: Mutex::new(std::collections::HashMap::new()),
             dir,
+            reaper_started: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -369,6 +373,13 @@ impl SshConnection {
         })
     }
 
+    /// True for exactly one command per connection: the one that starts its [`REAPER`].
+    fn take_reaper(&self) -> bool {
+        !self
+            .reaper_started
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+
     async fn ensure_open(&self, reopen: bool) -> Result<()> {
         let mut guard = self.session.lock().await;
         if reopen {
@@ -380,6 +391,8 @@ impl SshConnection {
         }
         if guard.is_none() {
             *guard = Some(Arc::new(self.open().await?));
+            self.reaper_started
+                .store(false, std::sync::atomic::Ordering::SeqCst);
         }
         Ok(())
     }
@@ -404,7 +417,15 @@ impl Drop for SshConnection {
 }
 
 /// The remote command line for a request: env, optional sudo and a timeout around `sh -c`.
-fn command_line(req: &ExecRequest) -> String {
+///
+/// Every command is its own session on the host (sshd calls setsid for each channel), so
+/// nothing per command is needed to stop it when kk goes away: the first command on a
+/// connection (`reaper`) also starts [`REAPER`], which stops the sessions still running
+/// when the connection ends. The common command is then a single `exec`: the login shell
+/// becomes `/bin/sh` running the script, no extra process. With sudo, a `/bin/sh` stays
+/// in front as the session leader, because a setuid `sudo` leader's environment cannot
+/// be read by a non-root login user (the reaper finds sessions by their environment).
+fn command_line(req: &ExecRequest, reaper: bool) -> String {
     let mut line = String::new();
     if !req.env.is_empty() {
         line.push_str("env");
@@ -427,24 +448,66 @@ fn command_line(req: &ExecRequest) -> String {
     }
     line.push_str("/bin/sh -c ");
     line.push_str(&shell_quote(&req.script));
-    format!(
-        "exec /bin/sh -c {} kk {}",
-        shell_quote(WATCHDOG),
-        shell_quote(&line)
-    )
+    let keep_leader = req.become_.is_some();
+    if !reaper && !keep_leader {
+        return format!("exec {}", line);
+    }
+    let mut inner = String::new();
+    if reaper {
+        inner.push_str(REAPER_START);
+    }
+    if keep_leader {
+        inner.push_str(&line);
+        inner.push_str("\nexit $?");
+    } else {
+        inner.push_str("exec ");
+        inner.push_str(&line);
+    }
+    if reaper {
+        format!(
+            "exec /bin/sh -c {} kk {}",
+            shell_quote(&inner),
+            shell_quote(REAPER)
+        )
+    } else {
+        format!("exec /bin/sh -c {}", shell_quote(&inner))
+    }
 }
 
-/// Runs the command (`$1`) while a watchdog checks once a second that the SSH session
-/// that started it is still there; if kk went away (Ctrl-C, lost connection), the
-/// command's process group is terminated instead of running on orphaned. TERM first so
-/// sudo passes it on to what it started, then KILL.
-const WATCHDOG: &str = r#"p=$PPID
-( trap '' TERM; while kill -0 "$p" 2>/dev/null; do sleep 1; done; kill -TERM 0; sleep 2; kill -KILL 0 ) </dev/null >/dev/null 2>&1 &
-w=$!
-/bin/sh -c "$1"
-rc=$?
-kill "$w" 2>/dev/null
-exit $rc"#;
+/// Starts [`REAPER`] (passed as `$1`) in its own session, detached from the channel, with
+/// the connection's sshd process (`$PPID`: the parent of every command of this
+/// connection) and `$SSH_CONNECTION` (client and server address and port: the same in
+/// every command of this connection, different in any other).
+const REAPER_START: &str = "{ setsid /bin/sh -c \"$1\" kk-reaper \"$PPID\" \"$SSH_CONNECTION\" || /bin/sh -c \"$1\" kk-reaper \"$PPID\" \"$SSH_CONNECTION\"; } </dev/null >/dev/null 2>&1 &\n";
+
+/// One per connection, instead of a watchdog per command: waits (checking once a second)
+/// until the connection's sshd process is gone (kk ended, was interrupted, or the
+/// connection was lost), then stops every command of that connection still running: a
+/// session leader (a command sshd started) whose environment holds this connection's
+/// `SSH_CONNECTION` and whose parent is no longer a live sshd (so a later connection that
+/// happens to reuse the client port is left alone). TERM first, so sudo passes it on to
+/// what it started, then KILL after 2 s. Background processes a finished command left
+/// behind (its session leader gone) are not touched, as before.
+const REAPER: &str = r#"p=$1 c=$2
+[ -n "$c" ] || exit 0
+trap '' HUP INT TERM
+cd /
+while kill -0 "$p" 2>/dev/null; do sleep 1; done
+l=
+for f in $(grep -lsxzF "SSH_CONNECTION=$c" /proc/[0-9]*/environ 2>/dev/null); do
+  q=${f#/proc/}; q=${q%/environ}
+  [ "$q" = "$$" ] && continue
+  s=; read -r s 2>/dev/null <"/proc/$q/stat" || continue
+  s=${s##*) }; set -- $s
+  [ "$4" = "$q" ] || continue
+  n=; read -r n 2>/dev/null <"/proc/$2/comm"
+  [ "$n" = sshd ] && continue
+  l="$l $q"
+done
+[ -n "$l" ] || exit 0
+for g in $l; do kill -TERM -"$g" 2>/dev/null; done
+sleep 2
+for g in $l; do kill -KILL -"$g" 2>/dev/null; done"#;
 
 fn write_secret(path: &std::path::Path, content: &str) -> Result<()> {
     use std::io::Write;
@@ -484,7 +547,7 @@ impl Connection for SshConnection {
                         shell_quote(user)
                     ));
                     let ok = self
-                        .run_once(&command_line(&probe), &probe)
+                        .run_once(&command_line(&probe, self.take_reaper()), &probe)
                         .await
                         .map(|o| o.rc == 0)
                         .unwrap_or(false);
@@ -500,7 +563,7 @@ impl Connection for SshConnection {
                 req = &owned;
             }
         }
-        let line = command_line(req);
+        let line = command_line(req, self.take_reaper());
         match self.run_once(&line, req).await {
             // `timeout -s KILL` exits 137 when it had to kill the command.
             Ok(out) if out.rc == 137 && req.timeout.is_some() => Err(Error::new(
@@ -514,6 +577,7 @@ impl Connection for SshConnection {
             Err(first) => {
                 // The master dropped: open it again, once, before calling the host unreachable.
                 self.ensure_open(true).await?;
+                let line = command_line(req, self.take_reaper());
                 self.run_once(&line, req).await.map_err(|e| {
                     unreachable_error(
                         &self.settings,
@@ -561,25 +625,59 @@ mod tests {
 
     #[test]
     fn command_lines_quote_everything() {
-        let req = ExecRequest {
+        let mut req = ExecRequest {
             script: "echo 'hi'".into(),
             env: vec![("A".into(), "x y".into())],
-            become_: Some(Become {
-                user: "root".into(),
-                password: None,
-            }),
+            become_: None,
             timeout: Some(Duration::from_secs(3)),
             stdin: None,
         };
-        let inner =
-            "env 'A=x y' sudo -H -n -u root -- timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''";
+        let line = "env 'A=x y' timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''";
+        // The common command: the login shell becomes sh, nothing else runs.
+        assert_eq!(command_line(&req, false), format!("exec {}", line));
+        // The first command of a connection starts the reaper, then execs the same.
+        let inner = format!("{}exec {}", REAPER_START, line);
         assert_eq!(
-            command_line(&req),
+            command_line(&req, true),
             format!(
                 "exec /bin/sh -c {} kk {}",
-                shell_quote(WATCHDOG),
-                shell_quote(inner)
+                shell_quote(&inner),
+                shell_quote(REAPER)
             )
         );
+        // With sudo, sh stays in front as the session leader.
+        req.become_ = Some(Become {
+            user: "root".into(),
+            password: None,
+        });
+        let inner = "env 'A=x y' sudo -H -n -u root -- timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''\nexit $?";
+        assert_eq!(
+            command_line(&req, false),
+            format!("exec /bin/sh -c {}", shell_quote(inner))
+        );
+    }
+
+    /// The command lines really run (here, in sh) and keep exit codes and quoting.
+    #[test]
+    fn command_lines_run_in_sh() {
+        let run = |line: &str| {
+            let out = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(line)
+                .env("SSH_CONNECTION", "")
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        };
+        let req = ExecRequest::script("printf '%s|' \"$0\" it\\'s; exit 3");
+        for reaper in [false, true] {
+            assert_eq!(
+                run(&command_line(&req, reaper)),
+                (Some(3), "/bin/sh|it's|".to_string())
+            );
+        }
     }
 }
