@@ -210,17 +210,19 @@ struct Opts {
     hosts: Vec<usize>,
     runs: usize,
     ansible_runs: Option<usize>,
+    ansible_max_hosts: usize,
     tools: Vec<Tool>,
     kk: Option<PathBuf>,
     workdir: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: bench [--hosts 4,32] [--runs N] [--tools kk,ansible,pyinfra,raw]
-             [--ansible-runs N] [--kk PATH] [--workdir DIR]
+             [--ansible-runs N] [--ansible-max-hosts N] [--kk PATH] [--workdir DIR]
   --hosts         host counts to measure, comma-separated (1..=200; default 4,32)
   --runs          measured runs of each tool per host count (default 3)
   --tools         which to run (default all four)
   --ansible-runs  measured ansible-core runs (default: --runs up to 32 hosts, 1 above)
+  --ansible-max-hosts  skip ansible-core above this many hosts (default 64: ~10 min a run at 200)
   --kk            the kk binary (default: built with `cargo build --release -p kk`)
   --workdir       where playbooks, inventories and logs go (default: a temporary directory)";
 
@@ -229,6 +231,7 @@ fn parse_opts() -> Result<Opts, String> {
         hosts: vec![4, 32],
         runs: 3,
         ansible_runs: None,
+        ansible_max_hosts: 64,
         tools: vec![Tool::Kk, Tool::Ansible, Tool::Pyinfra, Tool::Raw],
         kk: None,
         workdir: None,
@@ -270,6 +273,7 @@ fn parse_opts() -> Result<Opts, String> {
             }
             "--runs" => o.runs = num(&val)?.max(1),
             "--ansible-runs" => o.ansible_runs = Some(num(&val)?),
+            "--ansible-max-hosts" => o.ansible_max_hosts = num(&val)?,
             "--tools" => {
                 o.tools = val
                     .split(',')
@@ -481,9 +485,18 @@ fn run(opts: &Opts) -> Result<bool, String> {
             tools: &tools,
             n,
         };
-        let ansible_runs = opts
-            .ansible_runs
-            .unwrap_or(if n <= 32 { opts.runs } else { 1 });
+        let ansible_runs = if n > opts.ansible_max_hosts {
+            if opts.tools.contains(&Tool::Ansible) {
+                eprintln!(
+                    "bench: {n} hosts: ansible-core skipped (more than --ansible-max-hosts {})",
+                    opts.ansible_max_hosts
+                );
+            }
+            0
+        } else {
+            opts.ansible_runs
+                .unwrap_or(if n <= 32 { opts.runs } else { 1 })
+        };
         // Warm-up: page cache, Python bytecode, kk's known_hosts; not measured.
         for &tool in &opts.tools {
             if tool == Tool::Ansible && ansible_runs == 0 {
@@ -809,7 +822,7 @@ fn measure_tree(cmd: &mut Command, log: &Path) -> Result<(Sample, bool), String>
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     let cpu0 = cpu_children();
     let t0 = Instant::now();
-    let mut child = cmd
+    let child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -844,7 +857,18 @@ fn measure_tree(cmd: &mut Command, log: &Path) -> Result<(Sample, bool), String>
             (peak_pss, peak_rss)
         })
     };
-    let status = child.wait().map_err(|e| e.to_string())?;
+    // wait4 rather than `Child::wait`: its max RSS is a floor for runs too short to sample.
+    let pid = child.id() as i32;
+    let mut raw_status = 0;
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::wait4(pid, &mut raw_status, 0, &mut ru) } != pid {
+        return Err(format!(
+            "waiting for {:?}: {}",
+            cmd.get_program(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    let success = libc::WIFEXITED(raw_status) && libc::WEXITSTATUS(raw_status) == 0;
     let wall = t0.elapsed().as_secs_f64();
     // Whatever the run left behind (e.g. ControlPersist masters) is stopped and reaped,
     // so its CPU time counts and it cannot serve the next run.
@@ -869,7 +893,12 @@ fn measure_tree(cmd: &mut Command, log: &Path) -> Result<(Sample, bool), String>
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let (pss, rss) = poller.join().unwrap_or((0, 0));
+    let (mut pss, mut rss) = poller.join().unwrap_or((0, 0));
+    let main_rss = ru.ru_maxrss.max(0) as u64;
+    if rss < main_rss {
+        rss = main_rss;
+        pss = pss.max(main_rss);
+    }
     let cpu = cpu_children() - cpu0;
     Ok((
         Sample {
@@ -881,7 +910,7 @@ fn measure_tree(cmd: &mut Command, log: &Path) -> Result<(Sample, bool), String>
             logins: None,
             remote_cpu: 0.0,
         },
-        status.success(),
+        success,
     ))
 }
 
