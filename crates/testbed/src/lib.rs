@@ -260,6 +260,20 @@ impl TestBed {
         &self.key_path
     }
 
+    /// CPU time (µs) used so far by everything running in the bed's hosts (sshd, shells,
+    /// commands), from the bed's cgroup: what a benchmark reads before and after a run to
+    /// see the remote work it caused (the hosts share this machine's cores).
+    pub fn cpu_usage_usec(&self) -> u64 {
+        fs::read_to_string(self.cgroup.join("cpu.stat"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("usage_usec "))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
     fn host(&self, i: usize) -> Result<&Host, Error> {
         self.hosts.get(i).ok_or_else(|| {
             Error::new(

@@ -230,9 +230,86 @@ fn join(dir: &str, name: &str) -> String {
     format!("{}/{}", dir.trim_end_matches('/'), name)
 }
 
+/// Files up to this size go along with the first look at the destination (see
+/// [`put_file_at_once`]); bigger ones are only sent when they must be written.
+const AT_ONCE_MAX: usize = 256 * 1024;
+
+/// The common case in one round trip: one script stats the destination and, only when
+/// its content differs, writes the data (sent on stdin either way: for a small file that
+/// costs less than a second round trip). `None` when the full path must decide: check or
+/// diff mode, `backup`, `validate`, `force: no`, a directory `dest`, a big file, or a
+/// destination that turns out to be a directory or a symlink.
+async fn put_file_at_once(ctx: &ModuleContext, spec: &PutSpec) -> Result<Option<ModuleResult>> {
+    if ctx.check_mode
+        || ctx.diff
+        || !spec.force
+        || spec.backup
+        || spec.validate.is_some()
+        || spec.dest.ends_with('/')
+        || spec.data.len() > AT_ONCE_MAX
+    {
+        return Ok(None);
+    }
+    let dest = spec.dest.as_str();
+    let opts = StatOptions {
+        follow: true,
+        checksum: Some(Checksum::Sha256),
+        content: false,
+        max_content: None,
+    };
+    // `s` is where the stat function leaves the destination's `sha256sum` output.
+    let mut script = String::from("s=\n");
+    script.push_str(&remote::stat_script_mixed(&[(dest, true)], opts));
+    script.push_str(&format!(
+        "d={}\nif [ -L \"$d\" ] || [ -d \"$d\" ]; then echo kk_at_once=defer; exit 0; fi\nif [ -f \"$d\" ] && [ \"${{s%% *}}\" = {} ]; then echo kk_at_once=same; exit 0; fi\n",
+        qpath(dest),
+        sha256_hex(&spec.data)
+    ));
+    script.push_str(&remote::write_script(
+        dest,
+        &WriteOptions {
+            attrs: spec.attrs.clone(),
+            backup: false,
+            validate: None,
+            make_parents: false,
+            directory_mode: None,
+            remote_src: None,
+        },
+    ));
+    let out = ctx.exec(script, Some(spec.data.clone())).await?;
+    let said = |what: &str| {
+        out.rc == 0
+            && String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.strip_prefix("kk_at_once=") == Some(what))
+    };
+    if said("defer") {
+        return Ok(None);
+    }
+    let (changed, fin) = if said("same") {
+        let tst = remote::parse_stats(&[dest], &out.stdout)?.remove(0);
+        if spec.attrs.differ(&tst)? {
+            (
+                true,
+                remote::set_attrs(ctx, dest, &spec.attrs, false).await?,
+            )
+        } else {
+            (false, tst)
+        }
+    } else {
+        (true, remote::write_outcome(dest, &out)?.stat)
+    };
+    let mut res = ModuleResult::changed(changed);
+    finish(&mut res, dest, spec, &fin, None);
+    Ok(Some(res))
+}
+
 /// Puts `spec.data` at `spec.dest` (or inside it when it is a directory): one round trip
 /// when nothing changes, two when it does.
 pub(crate) async fn put_file(ctx: &ModuleContext, spec: PutSpec) -> Result<ModuleResult> {
+    if let Some(res) = put_file_at_once(ctx, &spec).await? {
+        return Ok(res);
+    }
     let opts = StatOptions {
         follow: true,
         checksum: Some(Checksum::Sha256),

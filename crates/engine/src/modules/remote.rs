@@ -677,6 +677,38 @@ pub async fn write_file(
     data: Vec<u8>,
     opts: &WriteOptions,
 ) -> Result<WriteOutcome> {
+    let s = write_script(path, opts);
+    let out = ctx.exec(s, Some(data)).await?;
+    write_outcome(path, &out)
+}
+
+/// What a [`write_script`] run says: its error, or the backup made and the final state.
+pub fn write_outcome(path: &str, out: &ExecOutput) -> Result<WriteOutcome> {
+    if out.rc != 0 {
+        let what = match out.rc {
+            75 => format!("validation of the new {} failed", path),
+            _ => format!("cannot write {}", path),
+        };
+        return Err(remote_error(&what, out));
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let backup_file = text
+        .lines()
+        .find_map(|l| l.strip_prefix("backup_file="))
+        .map(str::to_string);
+    // The last record is the state after the write (a script may stat before, too).
+    let n = text
+        .lines()
+        .filter(|l| *l == "==kk-record==")
+        .count()
+        .max(1);
+    let paths = vec![path; n];
+    let stat = parse_stats(&paths, &out.stdout)?.pop().unwrap_or_default();
+    Ok(WriteOutcome { backup_file, stat })
+}
+
+/// The script of [`write_file`] (data on stdin), ending with one stat record of `path`.
+pub fn write_script(path: &str, opts: &WriteOptions) -> String {
     let dir = parent_dir(path);
     let mut s = String::new();
     s.push_str(&format!("d={}\n", qpath(path)));
@@ -720,21 +752,7 @@ pub async fn write_file(
     }
     s.push_str("mv -f -- \"$tmp\" \"$d\" || exit 77\ntrap - EXIT\n");
     s.push_str(&stat_var_script("d", true));
-    let out = ctx.exec(s, Some(data)).await?;
-    if out.rc != 0 {
-        let what = match out.rc {
-            75 => format!("validation of the new {} failed", path),
-            _ => format!("cannot write {}", path),
-        };
-        return Err(remote_error(&what, &out));
-    }
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let backup_file = text
-        .lines()
-        .find_map(|l| l.strip_prefix("backup_file="))
-        .map(str::to_string);
-    let stat = parse_stats(&[path], &out.stdout)?.remove(0);
-    Ok(WriteOutcome { backup_file, stat })
+    s
 }
 
 /// Applies mode/owner/group to an existing path in one round trip, returning its new state.
