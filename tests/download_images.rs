@@ -7,116 +7,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{Project, Run};
+use common::artifacts::{changed, kk_json as kk, repo};
+use common::registry::{layout, registry, sha};
+use common::Project;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use testbed::http::HttpServer;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn sha(data: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(data)))
-}
-
-fn put_blob(dir: &Path, data: &[u8]) -> String {
-    let d = sha(data);
-    let p = dir.join("blobs/sha256").join(&d[7..]);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, data).unwrap();
-    d
-}
-
-/// A one-layer image for one platform; returns the manifest's descriptor.
-fn image(dir: &Path, arch: &str) -> Value {
-    let layer = format!(
-        "layer for {} (not a real tar, only bytes with a digest)\n",
-        arch
-    );
-    let layer_d = put_blob(dir, layer.as_bytes());
-    let config = serde_json::to_vec(&json!({"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": [layer_d]}})).unwrap();
-    let config_d = put_blob(dir, &config);
-    let manifest = serde_json::to_vec(&json!({
-        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_d, "size": config.len()},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer_d, "size": layer.len()}]
-    }))
-    .unwrap();
-    let md = put_blob(dir, &manifest);
-    json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": manifest.len(), "platform": {"os": "linux", "architecture": arch}})
-}
-
-/// An OCI layout holding `name` as an amd64 + arm64 index.
-fn layout(dir: &Path, name: &str) {
-    let a = image(dir, "amd64");
-    let b = image(dir, "arm64");
-    let index = serde_json::to_vec(&json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [a, b]})).unwrap();
-    let d = put_blob(dir, &index);
-    std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
-    std::fs::write(
-        dir.join("index.json"),
-        serde_json::to_vec(&json!({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.index.v1+json", "digest": d, "size": index.len(), "annotations": {"org.opencontainers.image.ref.name": name}}]})).unwrap(),
-    )
-    .unwrap();
-}
-
-/// A real registry on a free loopback port, stopped on drop.
-struct RegistryServer {
-    child: std::process::Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl RegistryServer {
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for RegistryServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn registry() -> RegistryServer {
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let cfg = dir.path().join("config.yml");
-    std::fs::write(
-        &cfg,
-        format!("version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{}\n", dir.path().join("data").display(), port),
-    )
-    .unwrap();
-    let child = Command::new("docker-registry")
-        .args(["serve", &cfg.display().to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("docker-registry is installed (scripts/test installs it)");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "registry did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    RegistryServer {
-        child,
-        port,
-        _dir: dir,
-    }
-}
 
 fn config(p: &Project, srv: &HttpServer, kubectl_sha: &str, image: &str, reg: &str) -> String {
     format!(
@@ -146,17 +44,6 @@ spec:
         image = image,
         reg = reg,
     )
-}
-
-fn kk(p: &Project, args: &[&str], workdir: &Path) -> Run {
-    let wd = workdir.display().to_string();
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["--workdir", &wd, "--output", "json"]);
-    p.kk(&all)
-}
-
-fn changed(r: &Run) -> i64 {
-    r.recap("localhost")["changed"].as_i64().unwrap_or(-1)
 }
 
 /// The manifest digest the layout's index.json names `name` with.

@@ -2,6 +2,9 @@
 //! parsed (as ripgrep's `rgtest!` and cargo's testsuite do).
 #![allow(dead_code)]
 
+pub mod artifacts;
+pub mod registry;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

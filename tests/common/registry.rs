@@ -1,0 +1,156 @@
+//! A real container registry (Debian's `docker-registry`, started on loopback) and
+//! OCI image layouts built by the test, shared by tests/image.rs and
+//! tests/download_images.rs.
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// `sha256:<hex>` of the bytes (an OCI digest).
+pub fn sha(data: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(data)))
+}
+
+/// Stores a blob in the OCI layout at `dir`; returns its digest.
+pub fn put_blob(dir: &Path, data: &[u8]) -> String {
+    let d = sha(data);
+    let p = dir.join("blobs/sha256").join(&d[7..]);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, data).unwrap();
+    d
+}
+
+/// A one-layer image for one platform; returns the manifest's descriptor.
+pub fn image(dir: &Path, arch: &str) -> Value {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("hello.txt"),
+        format!("hello from {}\n", arch),
+    )
+    .unwrap();
+    let tar = std::process::Command::new("tar")
+        .args([
+            "-C",
+            &work.path().display().to_string(),
+            "-cf",
+            "-",
+            "hello.txt",
+        ])
+        .output()
+        .unwrap()
+        .stdout;
+    let mut gz = std::process::Command::new("gzip")
+        .arg("-n")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    gz.stdin.take().unwrap().write_all(&tar).unwrap();
+    let layer = gz.wait_with_output().unwrap().stdout;
+    let layer_d = put_blob(dir, &layer);
+    let config = serde_json::to_vec(&json!({"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": [sha(&tar)]}})).unwrap();
+    let config_d = put_blob(dir, &config);
+    let manifest = serde_json::to_vec(&json!({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_d, "size": config.len()},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer_d, "size": layer.len()}]
+    }))
+    .unwrap();
+    let md = put_blob(dir, &manifest);
+    json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": manifest.len(), "platform": {"os": "linux", "architecture": arch}})
+}
+
+/// An OCI layout holding `name` as a two-platform index.
+pub fn layout(dir: &Path, name: &str) -> String {
+    let a = image(dir, "amd64");
+    let b = image(dir, "arm64");
+    let index = serde_json::to_vec(&json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [a, b]})).unwrap();
+    let d = put_blob(dir, &index);
+    std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    std::fs::write(
+        dir.join("index.json"),
+        serde_json::to_vec(&json!({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.index.v1+json", "digest": d, "size": index.len(), "annotations": {"org.opencontainers.image.ref.name": name}}]})).unwrap(),
+    )
+    .unwrap();
+    d
+}
+
+/// A real registry on a free loopback port, stopped on drop.
+pub struct RegistryServer {
+    child: std::process::Child,
+    /// The loopback port it listens on.
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl RegistryServer {
+    /// Stops the registry now (a test checking offline behaviour), not only on drop.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RegistryServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A registry without authentication.
+pub fn registry() -> RegistryServer {
+    registry_with_auth(None)
+}
+
+/// A registry that requires basic auth (htpasswd, bcrypt) when `user` is given.
+pub fn registry_with_auth(user: Option<(&str, &str)>) -> RegistryServer {
+    let dir = tempfile::tempdir().unwrap();
+    let mut auth = String::new();
+    if let Some((u, pw)) = user {
+        let htpasswd = dir.path().join("htpasswd");
+        let st = std::process::Command::new("htpasswd")
+            .args(["-Bbc", &htpasswd.display().to_string(), u, pw])
+            .output()
+            .expect("htpasswd (apache2-utils) is installed");
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        auth = format!(
+            "auth:\n  htpasswd:\n    realm: kk\n    path: {}\n",
+            htpasswd.display()
+        );
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cfg = dir.path().join("config.yml");
+    std::fs::write(
+        &cfg,
+        format!("version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{}\n{}", dir.path().join("data").display(), port, auth),
+    )
+    .unwrap();
+    let child = std::process::Command::new("docker-registry")
+        .args(["serve", &cfg.display().to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("docker-registry is installed (scripts/test installs it)");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "registry did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    RegistryServer {
+        child,
+        port,
+        _dir: dir,
+    }
+}
