@@ -700,3 +700,74 @@ fn unsafe_kill(pid: u32, sig: i32) {
         .status()
         .unwrap();
 }
+
+/// A `command`/`shell` loop runs its items in one round trip; what the playbook sees
+/// (register shape, a failing middle item, `changed_when`, `when`) must be what running
+/// them one by one gives (`timeout` keeps a task on the one-by-one path).
+#[test]
+fn batched_command_loop_matches_unbatched() {
+    let task = |name: &str, extra: &str| {
+        format!(
+            r#"
+    - name: {name} shell
+      shell: "echo out-{{{{ item }}}}; echo err-{{{{ item }}}} >&2; cd /; exit {{{{ 3 if item == 'b' else 0 }}}}"
+      loop: [a, b, c, d]
+      when: item != 'd'
+      changed_when: "r.rc == 0 and 'out-a' in r.stdout"
+      register: r
+      ignore_errors: true{extra}
+    - name: {name} shell shown
+      debug: msg="{{{{ r }}}}"
+    - name: {name} command
+      command: "sh -c 'pwd; exit {{{{ item }}}}'"
+      args:
+        chdir: /tmp
+      loop: [0, 2, 0]
+      failed_when: r.rc == 2 and item == 2
+      register: r
+      ignore_errors: true{extra}
+    - name: {name} command shown
+      debug: msg="{{{{ r }}}}"
+"#
+        )
+    };
+    let site = format!(
+        "- hosts: h1\n  gather_facts: false\n  tasks:{}{}",
+        task("batched", ""),
+        task("single", "\n      timeout: 60")
+    );
+    let p = project(&site);
+    let r = p.run_json(&[]);
+    let r = r.code(0);
+    fn norm(mut v: serde_json::Value) -> serde_json::Value {
+        for item in v["results"].as_array_mut().unwrap() {
+            for k in ["start", "end", "delta"] {
+                if let Some(x) = item.get_mut(k) {
+                    *x = json!(x.is_null());
+                }
+            }
+        }
+        v
+    }
+    for kind in ["shell", "command"] {
+        let b = r.msg(&format!("batched {kind} shown"), "h1");
+        let s = r.msg(&format!("single {kind} shown"), "h1");
+        // One round trip: the batched items share the batch's timing.
+        assert_eq!(b["results"][0]["start"], b["results"][1]["start"]);
+        assert_eq!(norm(b.clone()), norm(s), "{kind}");
+        assert_eq!(
+            r.status(&format!("batched {kind}"), "h1"),
+            r.status(&format!("single {kind}"), "h1")
+        );
+    }
+    let b = r.msg("batched shell shown", "h1");
+    assert_eq!(b["failed"], json!(true));
+    assert_eq!(b["results"][0]["changed"], json!(true));
+    assert_eq!(b["results"][1]["rc"], json!(3));
+    assert_eq!(b["results"][1]["stderr"], json!("err-b"));
+    assert_eq!(b["results"][2]["changed"], json!(false));
+    assert_eq!(b["results"][3]["skipped"], json!(true));
+    let c = r.msg("batched command shown", "h1");
+    assert_eq!(c["results"][0]["stdout"], json!("/tmp"));
+    assert_eq!(c["results"][1]["failed"], json!(true));
+}

@@ -448,6 +448,20 @@ impl Runner {
                 let extended = lc.get("extended").map(is_true).unwrap_or(false);
                 let pause = lc.get("pause").and_then(Value::as_f64).unwrap_or(0.0);
                 let n = items.len();
+                let loop_info_for = |i: usize| {
+                    let mut l = json!({
+                        "index": i + 1, "index0": i, "revindex": n - i, "revindex0": n - i - 1,
+                        "first": i == 0, "last": i + 1 == n, "length": n,
+                        "allitems": items.clone(),
+                    });
+                    if i > 0 {
+                        l["previtem"] = items[i - 1].clone();
+                    }
+                    if let Some(next) = items.get(i + 1) {
+                        l["nextitem"] = next.clone();
+                    }
+                    l
+                };
                 let mut results = Vec::new();
                 let mut any_changed = false;
                 let mut any_failed = false;
@@ -455,6 +469,25 @@ impl Runner {
                 let mut extras = Extras::default();
                 // set_fact in a loop: each item sees what the earlier items set.
                 let mut item_facts = VarMap::new();
+                // command/shell items run several to a round trip (see `run_batch_from`);
+                // results of items already run or prepared ahead of their turn.
+                let batch = pause <= 0.0 && self.loop_batchable(t, inner);
+                let mut ahead: std::collections::HashMap<usize, Ahead> = Default::default();
+                // The view an item sees, for items prepared ahead (no set_fact in between:
+                // batched modules set no facts).
+                let item_view_for = |i: usize, item: &Value| -> Arc<VarView> {
+                    let mut top = VarMap::new();
+                    top.insert(loop_var.clone(), item.clone());
+                    top.insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
+                    if let Some(iv) = &index_var {
+                        top.insert(iv.clone(), Value::from(i));
+                        top.insert("ansible_index_var".into(), Value::from(iv.clone()));
+                    }
+                    if extended {
+                        top.insert("ansible_loop".into(), loop_info_for(i));
+                    }
+                    view.with_data(Arc::new(top))
+                };
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 && pause > 0.0 {
                         tokio::time::sleep(Duration::from_secs_f64(pause)).await;
@@ -466,25 +499,23 @@ impl Runner {
                         top.insert(iv.clone(), Value::from(i));
                         top.insert("ansible_index_var".into(), Value::from(iv.clone()));
                     }
-                    let loop_info = extended.then(|| {
-                        let mut l = json!({
-                            "index": i + 1, "index0": i, "revindex": n - i, "revindex0": n - i - 1,
-                            "first": i == 0, "last": i + 1 == n, "length": n,
-                            "allitems": items.clone(),
-                        });
-                        if i > 0 {
-                            l["previtem"] = items[i - 1].clone();
-                        }
-                        if let Some(next) = items.get(i + 1) {
-                            l["nextitem"] = next.clone();
-                        }
-                        l
-                    });
+                    let loop_info = extended.then(|| loop_info_for(i));
                     if let Some(l) = &loop_info {
                         top.insert("ansible_loop".into(), l.clone());
                     }
                     let item_view = view.with_data(Arc::new(top));
-                    let (st, mut r, ex) = self.run_item(pc, t, inner, host, &item_view).await;
+                    let (st, mut r, ex) = match ahead.remove(&i) {
+                        Some(Ahead::Done(done)) => done,
+                        Some(Ahead::Ready(p)) => self.execute_item(t, &item_view, p).await,
+                        None if batch => {
+                            let mk = |j: usize| item_view_for(j, &items[j]);
+                            self.run_batch_from(
+                                pc, t, inner, host, i, n, &item_view, &mk, &mut ahead,
+                            )
+                            .await
+                        }
+                        None => self.run_item(pc, t, inner, host, &item_view).await,
+                    };
                     if let Some(v) = &ex.set_vars {
                         item_facts.extend(v.clone());
                     }
@@ -568,46 +599,128 @@ impl Runner {
         outcome
     }
 
-    /// Runs the module once (one loop item, or the task without a loop).
-    async fn run_item(
+    /// Whether a loop of this task may run its items several to a round trip: a
+    /// `command`/`shell` task without `until`, `timeout` or `delegate_to` (per item, the
+    /// arguments and check mode decide further, in `run_batch_from`).
+    fn loop_batchable(&self, t: &Task, inner: &Scope) -> bool {
+        let TaskKind::Module { module, .. } = &t.kind else {
+            return false;
+        };
+        matches!(modules::canonical_name(module), "command" | "shell")
+            && t.own.until.is_none()
+            && inner.attrs.timeout.is_none()
+            && inner.attrs.delegate_to.is_none()
+    }
+
+    /// Loop item `first` of a batchable task: prepares it and the items after it (each
+    /// with its own `when` and arguments) while they can share one remote script, runs
+    /// those in one round trip, and finishes each (`changed_when`, `failed_when`) as if it
+    /// had run alone. Returns item `first`'s result; later items' results, and the first
+    /// item that could not join (prepared, to run after the batch), go to `ahead`.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_batch_from(
+        self: &Arc<Self>,
+        pc: &PlayCtx,
+        t: &Task,
+        inner: &Scope,
+        host: &str,
+        first: usize,
+        n: usize,
+        first_view: &Arc<VarView>,
+        view_for: &(dyn Fn(usize) -> Arc<VarView> + Sync),
+        ahead: &mut std::collections::HashMap<usize, Ahead>,
+    ) -> ItemResult {
+        let joins = |p: &Prepared, lead: Option<&Prepared>| {
+            let TaskKind::Module { module, .. } = &t.kind else {
+                return false;
+            };
+            !p.mctx.check_mode
+                && p.mctx.timeout.is_none()
+                && modules::command::batchable(modules::canonical_name(module), &p.args)
+                && lead.is_none_or(|l| l.mctx.become_ == p.mctx.become_ && l.mctx.env == p.mctx.env)
+        };
+        let p = match self.prepare_item(pc, t, inner, host, first_view).await {
+            Ok(p) => p,
+            Err(r) => return r,
+        };
+        if !joins(&p, None) {
+            return self.execute_item(t, first_view, p).await;
+        }
+        let mut group: Vec<(usize, Arc<VarView>, Prepared)> = vec![(first, first_view.clone(), p)];
+        for j in first + 1..n {
+            let v = view_for(j);
+            match self.prepare_item(pc, t, inner, host, &v).await {
+                // Skipped by `when`, or failed before running: nothing runs, keep going.
+                Err(r) => {
+                    ahead.insert(j, Ahead::Done(r));
+                }
+                Ok(p) if joins(&p, Some(&group[0].2)) => group.push((j, v, p)),
+                Ok(p) => {
+                    ahead.insert(j, Ahead::Ready(p));
+                    break;
+                }
+            }
+        }
+        if group.len() == 1 {
+            let (_, v, p) = group.pop().expect("one item");
+            return self.execute_item(t, &v, p).await;
+        }
+        let module = match &t.kind {
+            TaskKind::Module { module, .. } => modules::canonical_name(module).to_string(),
+            _ => String::new(),
+        };
+        let args: Vec<VarMap> = group.iter().map(|(_, _, p)| p.args.clone()).collect();
+        let in_task = || format!("in task `{}`", t.display_name());
+        let outs = modules::command::run_batch(&module, &group[0].2.mctx, args).await;
+        let mut first_result = None;
+        for (k, (j, v, mut p)) in group.into_iter().enumerate() {
+            let done = match &outs {
+                Err(e) => item_error(e.clone().at(&t.span).note(in_task())),
+                Ok(outs) => match &outs[k] {
+                    Err(e) => item_error(e.clone().at(&t.span).note(in_task())),
+                    Ok(res) => self
+                        .finish_item(t, &v, res.clone(), 1, 1, &mut p.extras)
+                        .unwrap_or_else(|| {
+                            item_error(Error::new(ErrorKind::Runtime, "retry in a batch"))
+                        }),
+                },
+            };
+            if j == first {
+                first_result = Some(done);
+            } else {
+                ahead.insert(j, Ahead::Done(done));
+            }
+        }
+        first_result.unwrap_or_else(|| {
+            item_error(Error::new(ErrorKind::Runtime, "batch lost its first item"))
+        })
+    }
+
+    /// Everything before the module runs for one item: `when`, templated arguments, the
+    /// structural modules, connection, become, environment; `Err` is the item's final
+    /// result (skipped, failed, or done by the executor itself).
+    async fn prepare_item(
         self: &Arc<Self>,
         pc: &PlayCtx,
         t: &Task,
         inner: &Scope,
         host: &str,
         view: &Arc<VarView>,
-    ) -> (Status, Value, Extras) {
+    ) -> std::result::Result<Prepared, ItemResult> {
         let ctx = view.context();
         let mut extras = Extras::default();
-        let err = |e: Error| -> (Status, Value, Extras) {
-            let status = if e.kind == ErrorKind::Connection {
-                Status::Unreachable
-            } else {
-                Status::Failed
-            };
-            let msg = e.render();
-            let msg = msg
-                .strip_prefix("error: ")
-                .unwrap_or(&msg)
-                .trim_end()
-                .to_string();
-            let mut r = json!({"failed": true, "changed": false, "msg": msg});
-            if status == Status::Unreachable {
-                r["unreachable"] = Value::Bool(true);
-            }
-            (status, r, Extras::default())
-        };
+        let err = |e: Error| -> std::result::Result<Prepared, ItemResult> { Err(item_error(e)) };
         // Conditions: inherited and own, all must hold.
         if !inner.attrs.when.is_empty() {
             for cond in &inner.attrs.when {
                 match self.templar.eval_condition(cond, &ctx) {
                     Ok(true) => {}
                     Ok(false) => {
-                        return (
+                        return Err((
                             Status::Skipped,
                             json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False", "false_condition": cond}),
                             extras,
-                        );
+                        ));
                     }
                     Err(e) => {
                         return err(e
@@ -681,7 +794,7 @@ impl Runner {
                     .collect();
                 let r = json!({"changed": true, "failed": false, "add_host": {"host_name": name, "groups": groups, "host_vars": vars}});
                 extras.add_hosts.push(r["add_host"].clone());
-                return (Status::Changed, r, extras);
+                return Err((Status::Changed, r, extras));
             }
             "add_hostvars" => {
                 let pattern = match args.get("hosts") {
@@ -717,11 +830,11 @@ impl Runner {
                 for h in &hosts {
                     extras.host_vars.push((h.clone(), vars.clone()));
                 }
-                return (
+                return Err((
                     Status::Changed,
                     json!({"changed": true, "failed": false, "hosts": hosts}),
                     extras,
-                );
+                ));
             }
             "result" => {
                 if args.is_empty() {
@@ -732,11 +845,11 @@ impl Runner {
                     .at(&t.span));
                 }
                 extras.result = Some(args.clone());
-                return (
+                return Err((
                     Status::Ok,
                     json!({"changed": false, "failed": false}),
                     extras,
-                );
+                ));
             }
             "group_by" => {
                 let key = args.get("key").map(value_text).unwrap_or_default();
@@ -746,11 +859,11 @@ impl Runner {
                     );
                 }
                 extras.group_by.push(key.clone());
-                return (
+                return Err((
                     Status::Ok,
                     json!({"changed": false, "failed": false, "add_group": key}),
                     extras,
-                );
+                ));
             }
             _ => {}
         }
@@ -763,11 +876,11 @@ impl Runner {
                 })
                 .unwrap_or(0);
             if wanted > u64::from(self.opts.verbosity) {
-                return (
+                return Err((
                     Status::Skipped,
                     json!({"changed": false, "skipped": true, "skipped_reason": "Verbosity threshold not met."}),
                     extras,
-                );
+                ));
             }
         }
         let Some(imp) = modules::lookup(module) else {
@@ -891,6 +1004,39 @@ impl Runner {
                 Arc::new(move |text: &str| reporter.status(&host, text))
             }),
         };
+        Ok(Prepared {
+            args,
+            imp,
+            mctx,
+            extras,
+        })
+    }
+
+    /// Runs the module once (one loop item, or the task without a loop).
+    async fn run_item(
+        self: &Arc<Self>,
+        pc: &PlayCtx,
+        t: &Task,
+        inner: &Scope,
+        host: &str,
+        view: &Arc<VarView>,
+    ) -> ItemResult {
+        match self.prepare_item(pc, t, inner, host, view).await {
+            Ok(p) => self.execute_item(t, view, p).await,
+            Err(r) => r,
+        }
+    }
+
+    /// Runs a prepared item's module, with `until`/`retries` and `timeout`.
+    async fn execute_item(&self, t: &Task, view: &Arc<VarView>, p: Prepared) -> ItemResult {
+        let Prepared {
+            args,
+            imp,
+            mctx,
+            mut extras,
+        } = p;
+        let err = item_error;
+        let timeout = mctx.timeout;
         let retries = match &t.own.until {
             Some(_) => {
                 t.own
@@ -936,6 +1082,30 @@ impl Runner {
                         .note(format!("in task `{}`", t.display_name())))
                 }
             };
+            match self.finish_item(t, view, res, attempt, retries, &mut extras) {
+                Some(done) => return done,
+                None => tokio::time::sleep(Duration::from_secs_f64(delay)).await,
+            }
+        }
+    }
+
+    /// Everything after the module ran for one item: `changed_when`, `failed_when`,
+    /// `until` (`None`: run it again), facts and the item's status.
+    fn finish_item(
+        &self,
+        t: &Task,
+        view: &Arc<VarView>,
+        res: ModuleResult,
+        attempt: u64,
+        retries: u64,
+        extras: &mut Extras,
+    ) -> Option<ItemResult> {
+        let err = |e: Error| Some(item_error(e));
+        let module = match &t.kind {
+            TaskKind::Module { module, .. } => module.as_str(),
+            _ => "",
+        };
+        {
             let mut value = res.to_value();
             if self.opts.diff && !res.diffs.is_empty() {
                 value["diff"] = Value::Array(res.diffs.iter().map(|d| json!({"before_header": d.before_header, "after_header": d.after_header, "before": d.before, "after": d.after})).collect());
@@ -974,8 +1144,7 @@ impl Runner {
                     value["attempts"] = Value::from(attempt);
                     if !done {
                         if attempt < retries {
-                            tokio::time::sleep(Duration::from_secs_f64(delay)).await;
-                            continue;
+                            return None;
                         }
                         value["failed"] = Value::Bool(true);
                         if value.get("msg").is_none() {
@@ -1025,7 +1194,7 @@ impl Runner {
             } else {
                 Status::Ok
             };
-            return (status, value, extras);
+            Some((status, value, std::mem::take(extras)))
         }
     }
 
@@ -1292,6 +1461,49 @@ impl Runner {
             display: None,
         });
     }
+}
+
+/// One item's status, result and side effects.
+type ItemResult = (Status, Value, Extras);
+
+/// What [`Runner::prepare_item`] hands to the module run.
+struct Prepared {
+    /// Templated module arguments.
+    args: VarMap,
+    /// The module.
+    imp: &'static dyn modules::Module,
+    /// Where and how it runs.
+    mctx: ModuleContext,
+    /// Side effects decided before the run (`delegated`).
+    extras: Extras,
+}
+
+/// A loop item handled ahead of its turn by a batch.
+enum Ahead {
+    /// Its final result.
+    Done(ItemResult),
+    /// Prepared, to run when its turn comes.
+    Ready(Prepared),
+}
+
+/// The result of an item that failed with `e` before or while its module ran.
+fn item_error(e: Error) -> ItemResult {
+    let status = if e.kind == ErrorKind::Connection {
+        Status::Unreachable
+    } else {
+        Status::Failed
+    };
+    let msg = e.render();
+    let msg = msg
+        .strip_prefix("error: ")
+        .unwrap_or(&msg)
+        .trim_end()
+        .to_string();
+    let mut r = json!({"failed": true, "changed": false, "msg": msg});
+    if status == Status::Unreachable {
+        r["unreachable"] = Value::Bool(true);
+    }
+    (status, r, Extras::default())
 }
 
 /// Side effects of a module run besides its result.
