@@ -699,6 +699,7 @@ impl Runner {
     /// Everything before the module runs for one item: `when`, templated arguments, the
     /// structural modules, connection, become, environment; `Err` is the item's final
     /// result (skipped, failed, or done by the executor itself).
+    #[allow(clippy::result_large_err)]
     async fn prepare_item(
         self: &Arc<Self>,
         pc: &PlayCtx,
@@ -1478,7 +1479,8 @@ struct Prepared {
     extras: Extras,
 }
 
-/// A loop item handled ahead of its turn by a batch.
+/// A loop item handled ahead of its turn by a batch (few live at once; size is no concern).
+#[allow(clippy::large_enum_variant)]
 enum Ahead {
     /// Its final result.
     Done(ItemResult),

@@ -281,6 +281,7 @@ fn put_output(res: &mut ModuleResult, stdout: String, stderr: String) {
 /// The shell text that runs the command, and the result skeleton Ansible always has
 /// (`cmd`, and `start`/`end`/`delta` null until the command ran); `Err` is the result
 /// when there is nothing to run.
+#[allow(clippy::result_large_err)]
 fn prepare(
     flavour: Flavour,
     a: &CommandArgs,
@@ -990,12 +991,7 @@ mod tests {
             &args(json!({"cmd": "x", "creates": "/"}))
         ));
         assert!(!batchable("raw", &args(json!({"_raw_params": "x"}))));
-        assert!(
-            batch_script(&["true".into()])
-                .matches("mktemp")
-                .count()
-                == 1
-        );
+        assert!(batch_script(&["true".into()]).matches("mktemp").count() == 1);
     }
 
     #[test]
