@@ -14,9 +14,8 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use common::artifacts::{build_server, manifest, sha256_file, Served};
+use common::artifacts::{assert_landed, build_server, manifest, sha256_file};
 use common::{Project, Run};
 use serde_json::Value;
 use testbed::http::HttpServer;
@@ -26,16 +25,7 @@ use testbed::TestBed;
 const NAMES: [&str; 3] = ["kk-cp1", "kk-w1", "kk-w2"];
 
 fn inventory(bed: &TestBed) -> String {
-    let mut s =
-        String::from("apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nspec:\n  hosts:\n");
-    for (h, name) in bed.hosts().iter().zip(NAMES) {
-        s.push_str(&format!(
-            "    {name}:\n      connector: {{type: ssh, host: {ip}, port: {port}, user: root, private_key: {key}}}\n      internal_ipv4: {ip}\n",
-            ip = h.ip,
-            port = h.port,
-            key = serde_json::to_string(&h.root_key_path.to_string_lossy()).unwrap(),
-        ));
-    }
+    let mut s = common::bed_inventory_hosts(bed, &NAMES);
     s.push_str(&format!(
         "  groups:\n    k8s_cluster:\n      groups: [kube_control_plane, kube_worker]\n    kube_control_plane:\n      hosts: [{a}]\n    kube_worker:\n      hosts: [{b}, {c}]\n    etcd:\n      hosts: [{a}]\n",
         a = NAMES[0],
@@ -132,25 +122,6 @@ fn line(path: &str, e: &Value) -> String {
         "{} on {} ({}): {} changed={}",
         e["task"], e["host"], path, e["status"], e["changed"]
     )
-}
-
-fn assert_landed(served: &[Served], bin: &Path, sums: &BTreeMap<&str, String>) {
-    for s in served {
-        let p = bin.join(&s.dest);
-        assert!(
-            p.is_file(),
-            "{} {} should be at {}",
-            s.component,
-            s.version,
-            p.display()
-        );
-        assert_eq!(
-            sha256_file(&p),
-            sums[s.component],
-            "digest of {}",
-            p.display()
-        );
-    }
 }
 
 #[test]

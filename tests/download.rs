@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::artifacts::{
-    build_server, changed, kk_json, manifest, repo, sha256_file, tar_gz, Served,
+    assert_landed, build_server, changed, kk_json, manifest, repo, sha256_file, tar_gz,
 };
 use common::{Project, Run};
 use testbed::http::HttpServer;
@@ -68,25 +68,6 @@ fn failure_text(r: &Run) -> String {
         .map(|e| e["result"]["msg"].as_str().unwrap_or_default().to_string())
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn assert_landed(served: &[Served], bin: &Path, sums: &BTreeMap<&str, String>) {
-    for s in served {
-        let p = bin.join(&s.dest);
-        assert!(
-            p.is_file(),
-            "{} {} should be at {}",
-            s.component,
-            s.version,
-            p.display()
-        );
-        assert_eq!(
-            sha256_file(&p),
-            sums[s.component],
-            "digest of {}",
-            p.display()
-        );
-    }
 }
 
 #[test]

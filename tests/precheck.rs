@@ -32,16 +32,7 @@ const CONFIG: &str = "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nspec:\
 /// An inventory of the bed's hosts (host `i` named `names[i]`) with `groups` (YAML text
 /// indented for `spec.groups`).
 fn inventory(bed: &TestBed, names: &[&str], groups: &str) -> String {
-    let mut s =
-        String::from("apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nspec:\n  hosts:\n");
-    for (h, name) in bed.hosts().iter().zip(names) {
-        s.push_str(&format!(
-            "    {name}:\n      connector: {{type: ssh, host: {ip}, port: {port}, user: root, private_key: {key}}}\n      internal_ipv4: {ip}\n",
-            ip = h.ip,
-            port = h.port,
-            key = serde_json::to_string(&h.root_key_path.to_string_lossy()).unwrap(),
-        ));
-    }
+    let mut s = common::bed_inventory_hosts(bed, names);
     s.push_str("  groups:");
     s.push_str(groups);
     s

@@ -337,3 +337,23 @@ pub fn kk_json(p: &Project, args: &[&str], workdir: &Path) -> Run {
 pub fn changed(r: &Run) -> i64 {
     r.recap("localhost")["changed"].as_i64().unwrap_or(-1)
 }
+
+/// Every served artifact is at its place under binary_dir `bin`, with the served digest.
+pub fn assert_landed(served: &[Served], bin: &Path, sums: &BTreeMap<&str, String>) {
+    for s in served {
+        let p = bin.join(&s.dest);
+        assert!(
+            p.is_file(),
+            "{} {} should be at {}",
+            s.component,
+            s.version,
+            p.display()
+        );
+        assert_eq!(
+            sha256_file(&p),
+            sums[s.component],
+            "digest of {}",
+            p.display()
+        );
+    }
+}

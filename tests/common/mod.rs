@@ -163,3 +163,20 @@ impl Run {
         self
     }
 }
+
+/// The head of a `kind: Inventory` with one `spec.hosts` entry per test-bed host: host `i`
+/// is named `names[i]`, reached as root over SSH, with its address as `internal_ipv4`.
+/// The caller appends `  groups:` and the rest.
+pub fn bed_inventory_hosts(bed: &testbed::TestBed, names: &[&str]) -> String {
+    let mut s =
+        String::from("apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nspec:\n  hosts:\n");
+    for (h, name) in bed.hosts().iter().zip(names) {
+        s.push_str(&format!(
+            "    {name}:\n      connector: {{type: ssh, host: {ip}, port: {port}, user: root, private_key: {key}}}\n      internal_ipv4: {ip}\n",
+            ip = h.ip,
+            port = h.port,
+            key = serde_json::to_string(&h.root_key_path.to_string_lossy()).unwrap(),
+        ));
+    }
+    s
+}
