@@ -16,7 +16,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::artifacts::{assert_landed, build_server, manifest, sha256_file};
-use common::{Project, Run};
+use common::{sh, Project, Run};
 use serde_json::Value;
 use testbed::http::HttpServer;
 use testbed::TestBed;
@@ -88,18 +88,6 @@ fn create_cluster(p: &Project) -> Run {
         "--output",
         "json",
     ])
-}
-
-fn sh(bed: &TestBed, i: usize, cmd: &str) -> String {
-    let out = bed.ssh(i, cmd);
-    assert!(
-        out.status.success(),
-        "{} on host {}: {}",
-        cmd,
-        i,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
 }
 
 /// Every host result with the `file:line` of its task (from the task_start before it).

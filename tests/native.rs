@@ -11,7 +11,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{Project, Run};
+use common::{sh, Project, Run};
 use testbed::TestBed;
 
 /// Inventory names the hosts get (they boot as node1..node3, so every hostname changes).
@@ -87,18 +87,6 @@ fn config_with(native: &str) -> String {
         "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nspec:\n  native:\n    disable_swap: {}\n    sysctl_skip: [vm., fs., kernel., net.core.rmem_max, net.core.wmem_max, net.ipv4.neigh., net.ipv6.neigh.]\n{}",
         !machine_has_swap, native
     )
-}
-
-fn sh(bed: &TestBed, i: usize, cmd: &str) -> String {
-    let out = bed.ssh(i, cmd);
-    assert!(
-        out.status.success(),
-        "{} on host {}: {}",
-        cmd,
-        i,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
 }
 
 fn machine_sysctls() -> BTreeMap<&'static str, String> {

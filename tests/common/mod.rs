@@ -180,3 +180,17 @@ pub fn bed_inventory_hosts(bed: &testbed::TestBed, names: &[&str]) -> String {
     }
     s
 }
+
+/// Runs `cmd` as root on test-bed host `i`; it must succeed. Its stdout, trailing
+/// newlines trimmed.
+pub fn sh(bed: &testbed::TestBed, i: usize, cmd: &str) -> String {
+    let out = bed.ssh(i, cmd);
+    assert!(
+        out.status.success(),
+        "{} on host {}: {}",
+        cmd,
+        i,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}

@@ -473,10 +473,9 @@ impl Runner {
                 // results of items already run or prepared ahead of their turn.
                 let batch = pause <= 0.0 && self.loop_batchable(t, inner);
                 let mut ahead: std::collections::HashMap<usize, Ahead> = Default::default();
-                // The view an item sees, for items prepared ahead (no set_fact in between:
-                // batched modules set no facts).
-                let item_view_for = |i: usize, item: &Value| -> Arc<VarView> {
-                    let mut top = VarMap::new();
+                // The variables item `i` adds on top of `base` (what earlier items set).
+                let item_vars = |i: usize, item: &Value, base: &VarMap| -> VarMap {
+                    let mut top = base.clone();
                     top.insert(loop_var.clone(), item.clone());
                     top.insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
                     if let Some(iv) = &index_var {
@@ -486,24 +485,19 @@ impl Runner {
                     if extended {
                         top.insert("ansible_loop".into(), loop_info_for(i));
                     }
-                    view.with_data(Arc::new(top))
+                    top
+                };
+                // The view an item sees, for items prepared ahead (no set_fact in between:
+                // batched modules set no facts).
+                let item_view_for = |i: usize, item: &Value| -> Arc<VarView> {
+                    view.with_data(Arc::new(item_vars(i, item, &VarMap::new())))
                 };
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 && pause > 0.0 {
                         tokio::time::sleep(Duration::from_secs_f64(pause)).await;
                     }
-                    let mut top = item_facts.clone();
-                    top.insert(loop_var.clone(), item.clone());
-                    top.insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
-                    if let Some(iv) = &index_var {
-                        top.insert(iv.clone(), Value::from(i));
-                        top.insert("ansible_index_var".into(), Value::from(iv.clone()));
-                    }
                     let loop_info = extended.then(|| loop_info_for(i));
-                    if let Some(l) = &loop_info {
-                        top.insert("ansible_loop".into(), l.clone());
-                    }
-                    let item_view = view.with_data(Arc::new(top));
+                    let item_view = view.with_data(Arc::new(item_vars(i, item, &item_facts)));
                     let (st, mut r, ex) = match ahead.remove(&i) {
                         Some(Ahead::Done(done)) => done,
                         Some(Ahead::Ready(p)) => self.execute_item(t, &item_view, p).await,
