@@ -47,6 +47,25 @@ pub fn debian_file(package: &str, suffix: &str) -> PathBuf {
     );
 }
 
+/// A file of a Debian package that `scripts/unpack-debs` unpacked (not installed) for
+/// the tests: `unpacked("trixie", "etcd-server", "usr/bin/etcd")`.
+pub fn unpacked(suite: &str, package: &str, path: &str) -> PathBuf {
+    let root = std::env::var_os("KK_DEBS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/local/lib/kk-test/debs"));
+    let p = root.join(suite).join(package).join(path);
+    assert!(
+        p.is_file(),
+        "{} of Debian {}'s {} is needed: run `scripts/unpack-debs {} {}` (scripts/test does)",
+        path,
+        suite,
+        package,
+        suite,
+        package
+    );
+    p
+}
+
 /// `tar czf out -C dir names…` with fast compression.
 pub fn tar_gz(out: &Path, dir: &Path, names: &[&str]) {
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
