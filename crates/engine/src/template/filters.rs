@@ -101,6 +101,7 @@ pub fn register(env: &mut Environment<'static>) {
     super::jinja_tests::register(env);
     super::ipaddr::register(env);
     super::lookups::register(env);
+    super::toml_filters::register(env);
 }
 
 // ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ pub mod ipaddr;
 pub mod jinja_tests;
 pub mod lookups;
 pub mod pydump;
+pub mod toml_filters;
 
 /// The value `default(omit)` produces; module arguments equal to it are dropped.
 pub const OMIT: &str = "__omit_place_holder__kk";
