@@ -44,8 +44,14 @@ fn main() {
     }
     println!("up; close stdin or send SIGTERM/SIGINT to remove the hosts");
     unsafe {
-        libc::signal(libc::SIGINT, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        libc::signal(
+            libc::SIGINT,
+            on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
     }
     std::thread::spawn(|| {
         let mut sink = Vec::new();
