@@ -13,12 +13,14 @@ use crate::sys;
 use crate::Error;
 
 /// Bump when the package list changes, so old caches are not reused.
-const ROOTFS_NAME: &str = "rootfs-bookworm-v2";
+const ROOTFS_NAME: &str = "rootfs-bookworm-v3";
 
 /// Packages beyond minbase: systemd as PID 1, sshd, sudo, the tools kk's roles call, and
 /// python3 so Ansible can run against the same hosts in benchmarks, the packages the
-/// `native` role requires (no network on test hosts to install them) and fio for precheck.
-pub const PACKAGES: &str = "systemd,systemd-sysv,dbus,openssh-server,iproute2,sudo,procps,kmod,iptables,ca-certificates,curl,tar,gzip,python3,socat,conntrack,ipset,ebtables,ipvsadm,fio";
+/// `native` role requires (no network on test hosts to install them), fio for precheck, the
+/// NFS server and client for `native/nfs`, and the partition and filesystem tools (sfdisk in
+/// fdisk, mkfs.xfs, mkfs.ext4) for `native/storage`.
+pub const PACKAGES: &str = "systemd,systemd-sysv,dbus,openssh-server,iproute2,sudo,procps,kmod,iptables,ca-certificates,curl,tar,gzip,python3,socat,conntrack,ipset,ebtables,ipvsadm,fio,nfs-kernel-server,nfs-common,xfsprogs,e2fsprogs,fdisk";
 
 /// Where caches live: `$KK_TESTBED_CACHE` or `/var/tmp/kk-testbed` (kept across runs).
 pub fn cache_dir() -> PathBuf {
