@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod artifacts;
+pub mod etcd;
 pub mod registry;
 
 use std::path::{Path, PathBuf};
