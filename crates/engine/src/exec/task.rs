@@ -1269,10 +1269,15 @@ impl Runner {
                     let iview = self.view(&pc, &own, h, Some(Arc::new(top.clone())), &hv);
                     let ictx = iview.context();
                     let mut ok = true;
+                    // As for every task: the first false condition decides, the later
+                    // ones (the include's own after its role's) are not evaluated.
                     for cond in &own.attrs.when {
                         match self.templar.eval_condition(cond, &ictx) {
                             Ok(true) => {}
-                            Ok(false) => ok = false,
+                            Ok(false) => {
+                                ok = false;
+                                break;
+                            }
                             Err(e) => {
                                 self.include_failed(&pc, &t, h, e.at(&t.span));
                                 ok = false;
