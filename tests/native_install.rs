@@ -629,6 +629,33 @@ fn nfs_server_exports_the_share_dirs() {
         );
     }
 
+    // Bad input: a relative share directory is refused by the precheck, naming the key.
+    p.file(
+        "config-bad.yaml",
+        &(base_config() + "  nfs:\n    share_dir: share\n"),
+    );
+    let bad = p.kk(&[
+        "precheck",
+        "nfs",
+        "-i",
+        "inventory.yaml",
+        "-c",
+        "config-bad.yaml",
+        "--workdir",
+        "wd",
+        "--output",
+        "json",
+    ]);
+    bad.code(2);
+    let res = bad
+        .result("nfs | share directories are absolute paths", names[0])
+        .to_string();
+    assert!(
+        res.contains(r#"kk-nfs: nfs.share_dir has \"share\"; expected absolute paths"#),
+        "{}",
+        res
+    );
+
     // Again: the exports and directories are as wanted, so nothing changes.
     let again = init_os(&p, "inventory.yaml", &[]);
     assert_eq!(
