@@ -8,13 +8,15 @@
 //! playbooks/install/etcd.yaml (the OS init is not needed by etcd and is left out).
 //!
 //! In order: `--check` on fresh hosts (nothing changes, changes reported) → a 3-member TLS
-//! cluster → backups → a re-run (changed=0, data kept) → `--check` (changed=0) → a
-//! downgrade refused by the precheck → a tampered artifact refused by download → growth to
-//! 5 members (learner, then promoted, one at a time) → one member removed (it leaves the
-//! member list before its etcd stops; its data stays).
+//! cluster → backups → a re-run (changed=0, data kept) → `--check` (changed=0) → the `tc`
+//! rules' interface under `--check` → a downgrade refused by the precheck → a tampered
+//! artifact refused by download → an even etcd group refused by the precheck → growth to
+//! 5 members (learner, then promoted, one at a time, after a snapshot) → one member removed
+//! (it leaves the member list before its etcd stops; its data stays) → an unreachable
+//! member removed by a member that stays.
 //!
-//! Not run: `etcd.traffic_priority` (`tc` prio qdisc): this machine's kernel has no
-//! sch_prio ("Specified qdisc kind is unknown"), so the rules cannot be added here.
+//! Not run for real: `etcd.traffic_priority` (`tc` prio qdisc): this machine's kernel has no
+//! sch_prio ("Specified qdisc kind is unknown"), so the rules are only planned (--check).
 
 mod common;
 
@@ -659,4 +661,39 @@ fn external_etcd_install_rerun_grow_shrink_backup_and_bad_input() {
     // The remaining members' env files name the four.
     let env = sh(&bed, 0, "grep ^ETCD_INITIAL_CLUSTER= /etc/etcd.env");
     assert!(!env.contains("kk-e5") && env.contains("kk-e4"), "{}", env);
+
+    // 11. Remove kk-e4 while it cannot be reached (its link is down, as for a dead host): it
+    //     never runs etcd/scaling_down, but a member that stays removes it from the cluster.
+    bed.cut_host(3).expect("cut kk-e4 off");
+    let r = kk_run(
+        &p,
+        "scale_down.yaml",
+        &["-e", r#"{"delete_nodes": ["kk-e4"]}"#],
+    );
+    assert_eq!(r.recap("kk-e4")["unreachable"], 1, "{}", r.describe());
+    assert!(
+        failures(&r).iter().all(|f| f.contains("kk-e4")),
+        "{:#?}",
+        failures(&r)
+    );
+    assert_eq!(
+        r.status(
+            "etcd | Remove members of unreachable hosts named in delete_nodes",
+            "kk-e1"
+        ),
+        "changed"
+    );
+    assert_eq!(
+        members(&bed, 0),
+        NAMES[..3]
+            .iter()
+            .map(|n| (n.to_string(), false))
+            .collect::<Vec<_>>()
+    );
+    let health = etcdctl(&bed, 2, "endpoint health --cluster");
+    assert_eq!(health.matches("is healthy").count(), 3, "{}", health);
+    assert_eq!(
+        etcdctl(&bed, 1, "get kk-test --print-value-only"),
+        "written-before-rerun"
+    );
 }
