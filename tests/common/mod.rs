@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 pub mod artifacts;
-pub mod cri;
 pub mod docker;
 pub mod etcd;
 pub mod registry;
