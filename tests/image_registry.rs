@@ -94,6 +94,9 @@ spec:
     container_manager: docker
     docker_version: "{docker}"
     cridockerd_version: {cridockerd}
+    docker:
+      # A setting of the config's own, merged into daemon.json.
+      daemon: {{max-concurrent-downloads: 4}}
 "#,
         registry_type = registry_type,
         reg = common::docker::REGISTRY_VERSION,
@@ -280,6 +283,12 @@ fn registry_docker_and_push_for_real() {
     // /etc/docker/certs.d/<registry>/ca.crt (not an insecure registry).
     let daemon = sh(&bed, 1, "cat /etc/docker/daemon.json");
     assert!(!daemon.contains(&reg_ip), "not insecure: {}", daemon);
+    assert!(
+        daemon.contains("\"max-concurrent-downloads\": 4"),
+        "{}",
+        daemon
+    );
+    assert!(daemon.contains("native.cgroupdriver=systemd"), "{}", daemon);
     sh(
         &bed,
         1,
