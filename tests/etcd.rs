@@ -552,6 +552,28 @@ fn external_etcd_install_rerun_grow_shrink_backup_and_bad_input() {
     // 9. Grow to five: each new host joins as a learner, is installed, then promoted, one
     //    host at a time.
     p.file("inventory.yaml", &inventory(&bed, 5));
+    //    First under --check: the new hosts report what they would get, nothing changes on
+    //    them, and the cluster keeps its three members.
+    let before: Vec<String> = (3..5).map(|i| listing(&bed, i)).collect();
+    let r = kk_run(&p, "site.yaml", &["--check"]);
+    r.code(0);
+    for (k, i) in (3..5).enumerate() {
+        let diff = listing_diff(&before[k], &listing(&bed, i));
+        assert!(
+            diff.is_empty(),
+            "--check changed files on {}: {:#?}",
+            NAMES[i],
+            diff
+        );
+        assert_eq!(
+            r.status(
+                &format!("etcd | Add {} to the cluster as a learner", NAMES[i]),
+                NAMES[i]
+            ),
+            "changed"
+        );
+    }
+    assert_eq!(members(&bed, 0).len(), 3);
     let r = kk_run(&p, "site.yaml", &[]);
     r.code(0);
     let joins: Vec<(String, String)> = changed_results(&r)
