@@ -771,3 +771,116 @@ fn batched_command_loop_matches_unbatched() {
     assert_eq!(c["results"][0]["stdout"], json!("/tmp"));
     assert_eq!(c["results"][1]["failed"], json!(true));
 }
+
+/// Regression: `file` with `recurse: true` reported `changed` on every run because its
+/// before/after comparison included access times, which its own `find` moves (relatime
+/// updates a directory's atime once it is older than its mtime/ctime or a day old); and
+/// check mode always reported `changed` for symbolic modes (and for octal ones when the
+/// tree held a symlink). Only a real mode/owner/group change counts, in both modes.
+#[test]
+fn file_recurse_reports_changed_only_when_something_changed() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let p = Project::new();
+    let md = std::fs::metadata(p.dir()).unwrap();
+    let (uid, gid) = (md.uid(), md.gid());
+    p.file("inventory.yaml", LOCAL_INVENTORY).file(
+        "site.yaml",
+        &format!(
+            r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    # Every run disturbs the trees without changing any attribute: the symlinks are
+    # made again (the directories' mtime/ctime move) and the directories' access times
+    # are put two days back, so reading them moves their atime.
+    - name: tree
+      shell: |
+        for t in oct sym; do
+          mkdir -p {{{{ out }}}}/$t/a/b && touch {{{{ out }}}}/$t/a/b/f && ln -sfn f {{{{ out }}}}/$t/a/b/l
+          touch -a -d '2 days ago' {{{{ out }}}}/$t {{{{ out }}}}/$t/a {{{{ out }}}}/$t/a/b
+        done
+      changed_when: false
+    - name: octal
+      file: {{path: "{{{{ out }}}}/oct", state: directory, recurse: true, mode: "0750", owner: "{uid}", group: "{gid}"}}
+    - name: symbolic
+      file: {{path: "{{{{ out }}}}/sym", recurse: true, mode: "u=rwX,g=rX,o=", owner: "{uid}", group: "{gid}"}}
+"#
+        ),
+    );
+    let mode = |rel: &str| {
+        std::fs::symlink_metadata(p.path(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    let first = p.run_json(&[]);
+    first.code(0);
+    for h in ["h1", "h2", "h3"] {
+        assert_eq!(first.status("octal", h), "changed", "{}", first.describe());
+        assert_eq!(
+            first.status("symbolic", h),
+            "changed",
+            "{}",
+            first.describe()
+        );
+        assert_eq!(mode(&format!("out/{h}/oct/a/b/f")), 0o750);
+        assert_eq!(mode(&format!("out/{h}/sym/a/b")), 0o750);
+        assert_eq!(mode(&format!("out/{h}/sym/a/b/f")), 0o640);
+    }
+    for extra in [&[][..], &["--check"][..], &[][..]] {
+        let again = p.run_json(extra);
+        again.code(0);
+        for h in ["h1", "h2", "h3"] {
+            assert_eq!(
+                again.recap(h)["changed"],
+                0,
+                "{extra:?}\n{}",
+                again.describe()
+            );
+        }
+    }
+    // A real change below the top is seen by check mode (without being made) and by a run.
+    std::fs::set_permissions(
+        p.path("out/h2/sym/a/b/f"),
+        std::fs::Permissions::from_mode(0o604),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        p.path("out/h3/oct/a/b/f"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let check = p.run_json(&["--check"]);
+    check.code(0);
+    assert_eq!(
+        check.status("symbolic", "h2"),
+        "changed",
+        "{}",
+        check.describe()
+    );
+    assert_eq!(
+        check.status("octal", "h3"),
+        "changed",
+        "{}",
+        check.describe()
+    );
+    assert_eq!(check.recap("h1")["changed"], 0, "{}", check.describe());
+    assert_eq!(
+        mode("out/h2/sym/a/b/f"),
+        0o604,
+        "check mode must not change modes"
+    );
+    let fix = p.run_json(&[]);
+    fix.code(0);
+    assert_eq!(
+        fix.status("symbolic", "h2"),
+        "changed",
+        "{}",
+        fix.describe()
+    );
+    assert_eq!(fix.status("octal", "h3"), "changed", "{}", fix.describe());
+    assert_eq!(fix.recap("h1")["changed"], 0, "{}", fix.describe());
+    assert_eq!(mode("out/h2/sym/a/b/f"), 0o640);
+    assert_eq!(mode("out/h3/oct/a/b/f"), 0o750);
+}

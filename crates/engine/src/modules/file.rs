@@ -244,7 +244,9 @@ impl Module for File {
                 max_content: None,
             },
         );
-        if a.recurse && explicit == Some(State::Directory) {
+        // `recurse` implies state=directory when no state is given.
+        let recursive = a.recurse && matches!(explicit, None | Some(State::Directory));
+        if recursive {
             script.push_str(&recurse_probe(&path, &attrs));
         }
         let out = ctx.exec(script, None).await?;
@@ -253,7 +255,7 @@ impl Module for File {
         }
         let sts = remote::parse_stats(&items.iter().map(|i| i.0).collect::<Vec<_>>(), &out.stdout)?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let recurse_differs = text.lines().any(|l| l == "recurse_change=1");
+        let recurse_differs = recursive && recurse_differs(&text, &attrs)?;
         let lst = &sts[0]; // the path itself
         let fst = if a.follow { &sts[1] } else { lst }; // what it points to, when following
         let src_st = sts.get(2);
@@ -299,12 +301,16 @@ impl Module for File {
             "access_time",
         )?;
         let times_given = mtime != Time::Preserve || atime != Time::Preserve;
+        // Setting a time to `now` is a change (as Ansible's `update_timestamp_for_file`).
+        let times_now = mtime == Time::Now || atime == Time::Now;
 
         // Decide: `force_changed` for creations/removals, `maybe` for attribute work whose
         // effect the act script measures.
         let mut force_changed = false;
         let mut maybe = false;
         let mut act = String::new();
+        // Time changes, run after `act` is measured (see round trip 2).
+        let mut times = String::new();
         let target_st: &RemoteStat = match state {
             State::Link | State::Absent => lst,
             _ => fst,
@@ -331,8 +337,9 @@ impl Module for File {
                     .at_opt(ctx.span.as_ref()));
                 }
                 maybe = attrs.differ(fst)? || times_given;
+                force_changed = times_now;
                 act.push_str(&attrs.script("p", false));
-                act.push_str(&time_script(&mtime, &atime));
+                times.push_str(&time_script(&mtime, &atime));
             }
             State::Directory => {
                 if fst.exists && fst.kind != FileKind::Dir {
@@ -357,11 +364,10 @@ impl Module for File {
                     act.push_str("  fi\ndone\n");
                 } else {
                     maybe = attrs.differ(fst)? || times_given || recurse_differs;
-                    // Symbolic modes cannot be probed below the top; let the host measure.
-                    maybe |= a.recurse && attrs.mode.as_deref().is_some_and(|m| !is_octal(m));
+                    force_changed = times_now;
                 }
                 act.push_str(&attrs.script("p", a.recurse));
-                act.push_str(&time_script(&mtime, &atime));
+                times.push_str(&time_script(&mtime, &atime));
             }
             State::Touch => {
                 if !fst.exists {
@@ -372,7 +378,7 @@ impl Module for File {
                     force_changed = times_given;
                 }
                 act.push_str(&attrs.script("p", false));
-                act.push_str(&time_script(&mtime, &atime));
+                times.push_str(&time_script(&mtime, &atime));
             }
             State::Link | State::Hard => {
                 let src = match (&a.src, state, lst.kind) {
@@ -470,15 +476,12 @@ impl Module for File {
 
         // Round trip 2: act, measure, report the final state.
         let mut s = format!("p={}\n", qpath(&path));
-        let sig = if a.recurse && state == State::Directory {
-            "kk_sig() { find \"$p\" -exec stat -c '%a %u %g %Y %X' {} + 2>/dev/null | cksum; }\n"
-        } else {
-            "kk_sig() { stat -c '%a %u %g %Y %X %F %i' -- \"$p\" 2>/dev/null; [ -L \"$p\" ] && readlink -- \"$p\"; }\n"
-        };
-        s.push_str(sig);
-        s.push_str("kk_before=$(kk_sig)\n");
-        s.push_str(&act);
-        s.push_str("kk_after=$(kk_sig)\nif [ \"$kk_before\" != \"$kk_after\" ]; then echo attr_changed=1; fi\n");
+        s.push_str(&act_script(
+            &act,
+            &times,
+            recursive && state == State::Directory,
+            !matches!(state, State::Link | State::Absent),
+        ));
         let follow_after = a.follow && !matches!(state, State::Link | State::Absent);
         s.push_str(&stat_var_script("p", follow_after));
         let out = ctx.exec(s, None).await?;
@@ -501,10 +504,6 @@ impl Module for File {
         }
         Ok(res)
     }
-}
-
-fn is_octal(m: &str) -> bool {
-    !m.is_empty() && m.chars().all(|c| c.is_ascii_digit())
 }
 
 fn indent(s: &str, pad: &str) -> String {
@@ -567,9 +566,53 @@ fn link_attrs_differ(attrs: &Attrs, st: &RemoteStat, state: State) -> Result<boo
         || attrs.group.as_deref().is_some_and(|g| !st.group_is(g)))
 }
 
-/// Script lines printing `recurse_change=1` when anything under `path` has another
-/// owner, group or (octal) mode than wanted.
+/// The acting part of round trip 2 (after `p=<path>`): `act`, then `times`, each
+/// measured by a before/after signature on the host; prints `attr_changed=1` when a
+/// signature moved.
+///
+/// The attribute signature covers only what `act` sets: mode, owner, group, type (and
+/// for one path its inode and link target) — never access/change/modification times,
+/// which reading the tree (`find` updates directories' atime) or `chmod` (ctime) move on
+/// their own. With `follow_target` it reads what the path points to, which is what
+/// `chmod`/`chown` without `-h` change. Times are set and measured only after the
+/// attribute signature, so its `find` cannot bump an access time just set.
+fn act_script(act: &str, times: &str, recursive: bool, follow_target: bool) -> String {
+    let mut s = String::new();
+    if recursive {
+        // `-H`: like `chmod -R`, go through the path itself when it is a link.
+        s.push_str(
+            "kk_sig() { find -H \"$p\" -exec stat -c '%a %u %g %F %n' {} + 2>/dev/null | cksum; }\n",
+        );
+    } else {
+        s.push_str(&format!(
+            "kk_sig() {{ stat {}-c '%a %u %g %F %i' -- \"$p\" 2>/dev/null; [ -L \"$p\" ] && readlink -- \"$p\"; }}\n",
+            if follow_target { "-L " } else { "" }
+        ));
+    }
+    let measured = |s: &mut String, sig: &str, body: &str| {
+        s.push_str(&format!("kk_before=$({sig})\n"));
+        s.push_str(body);
+        s.push_str(&format!(
+            "kk_after=$({sig})\nif [ \"$kk_before\" != \"$kk_after\" ]; then echo attr_changed=1; fi\n"
+        ));
+    };
+    measured(&mut s, "kk_sig", act);
+    if !times.is_empty() {
+        s.push_str("kk_tsig() { stat -L -c '%Y %X' -- \"$p\" 2>/dev/null; }\n");
+        measured(&mut s, "kk_tsig", times);
+    }
+    s
+}
+
+/// Script lines reporting, for a recursive `state: directory`, what under `path` may
+/// differ from the wanted attributes: `recurse_change=1` when something has another
+/// owner or group (links included: `chown -R` changes links themselves), and one
+/// `kk_recmode=<raw mode in hex>` line per distinct mode of what is not a link (whose
+/// mode `chmod -R` leaves alone), for [`recurse_differs`] to apply the mode to — octal
+/// and symbolic alike, so check mode sees what a run would change.
 fn recurse_probe(path: &str, attrs: &Attrs) -> String {
+    let p = qpath(path);
+    let mut s = String::new();
     let mut tests = Vec::new();
     if let Some(o) = &attrs.owner {
         tests.push(format!("! -user {}", shell_quote(o)));
@@ -577,19 +620,47 @@ fn recurse_probe(path: &str, attrs: &Attrs) -> String {
     if let Some(g) = &attrs.group {
         tests.push(format!("! -group {}", shell_quote(g)));
     }
-    if let Some(m) = attrs.mode.as_deref().filter(|m| is_octal(m)) {
-        if let Ok(v) = apply_mode(0, m, false) {
-            tests.push(format!("! -perm {:04o}", v));
+    if !tests.is_empty() {
+        // An unknown user or group makes find complain: counted as a difference, so the
+        // act script runs and fails with chown's own message.
+        s.push_str(&format!(
+            "  r=$(find -H {p} \\( {t} \\) -print -quit 2>&1); if [ -n \"$r\" ]; then echo recurse_change=1; fi\n",
+            t = tests.join(" -o ")
+        ));
+    }
+    if attrs.mode.is_some() {
+        s.push_str(&format!(
+            "  find -H {p} ! -type l -exec stat -c 'kk_recmode=%f' {{}} + 2>/dev/null | sort -u\n"
+        ));
+    }
+    if s.is_empty() {
+        return s;
+    }
+    format!("if [ -d {p} ]; then\n{s}fi\n")
+}
+
+/// Whether the output of [`recurse_probe`] shows anything that applying `attrs`
+/// recursively would change.
+fn recurse_differs(text: &str, attrs: &Attrs) -> Result<bool> {
+    if text.lines().any(|l| l == "recurse_change=1") {
+        return Ok(true);
+    }
+    let Some(m) = &attrs.mode else {
+        return Ok(false);
+    };
+    for line in text.lines() {
+        let Some(raw) = line.strip_prefix("kk_recmode=") else {
+            continue;
+        };
+        let Ok(raw) = u32::from_str_radix(raw.trim(), 16) else {
+            return Ok(true); // unreadable: let the host act and measure
+        };
+        let cur = raw & 0o7777;
+        if apply_mode(cur, m, raw & 0o170000 == 0o040000)? != cur {
+            return Ok(true);
         }
     }
-    if tests.is_empty() {
-        return String::new();
-    }
-    format!(
-        "if [ -d {p} ]; then r=$(find {p} \\( {t} \\) -print -quit 2>&1); if [ -n \"$r\" ]; then echo recurse_change=1; fi; fi\n",
-        p = qpath(path),
-        t = tests.join(" -o ")
-    )
+    Ok(false)
 }
 
 /// A before/after of the path's state, for `--diff`.
@@ -741,6 +812,86 @@ mod tests {
                 .unwrap()
                 .changed
         );
+    }
+
+    #[test]
+    fn recurse_probe_output_is_judged_by_the_mode() {
+        let sym = Attrs {
+            mode: Some("u=rwX,g=rX,o=".into()),
+            ..Default::default()
+        };
+        // 0750 directory and 0640 file: nothing to do; a 0644 file: o loses r.
+        let ok = "kk_recmode=41e8\nkk_recmode=81a0\n";
+        assert!(!recurse_differs(ok, &sym).unwrap());
+        assert!(recurse_differs("kk_recmode=41e8\nkk_recmode=81a4\n", &sym).unwrap());
+        // X: a directory gets x, a file without any x does not.
+        assert!(recurse_differs("kk_recmode=41a0\n", &sym).unwrap());
+        let oct = Attrs {
+            mode: Some("0750".into()),
+            ..Default::default()
+        };
+        assert!(!recurse_differs("kk_recmode=41e8\nkk_recmode=81e8\n", &oct).unwrap());
+        assert!(recurse_differs("kk_recmode=81a0\n", &oct).unwrap());
+        // Owner/group differences come as a flag; without a mode, mode lines are ignored.
+        let own = Attrs {
+            owner: Some("root".into()),
+            ..Default::default()
+        };
+        assert!(!recurse_differs("kk_recmode=81ff\n", &own).unwrap());
+        assert!(recurse_differs("recurse_change=1\n", &own).unwrap());
+    }
+
+    /// Regression: a recursive `file` reported `changed` when only access times below
+    /// had moved (its own `find` moves them), and check mode always reported `changed`
+    /// for a symbolic mode or a tree holding a symlink.
+    #[tokio::test]
+    async fn recurse_reports_changed_only_when_something_changed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path(), json!({}));
+        let top = dir.path().join("r");
+        std::fs::create_dir_all(top.join("a/b")).unwrap();
+        std::fs::write(top.join("a/b/f"), "").unwrap();
+        std::os::unix::fs::symlink("f", top.join("a/b/l")).unwrap();
+        let ts = top.to_str().unwrap();
+        let old_atimes = format!("touch -a -d '2 days ago' {ts} {ts}/a {ts}/a/b");
+        for mode in ["u=rwX,g=rX,o=", "0750"] {
+            let a = json!({"path": ts, "recurse": true, "mode": mode});
+            let run = |check: bool| {
+                let mut c2 = ctx(dir.path(), json!({}));
+                c2.check_mode = check;
+                let a = a.clone();
+                async move { File.run(&c2, args(a)).await.unwrap().changed }
+            };
+            std::fs::set_permissions(top.join("a/b/f"), std::fs::Permissions::from_mode(0o644))
+                .unwrap();
+            assert!(run(true).await, "{mode}: check sees the file below");
+            assert_eq!(mode_of(&top.join("a/b/f")), 0o644, "check changes nothing");
+            assert!(run(false).await, "{mode}");
+            let want = if mode == "0750" { 0o750 } else { 0o640 };
+            assert_eq!(mode_of(&top.join("a/b/f")), want);
+            assert_eq!(mode_of(&top.join("a/b")), 0o750);
+            for _ in 0..2 {
+                c.exec(old_atimes.clone(), None).await.unwrap();
+                assert!(!run(true).await, "{mode}: check, nothing to change");
+                assert!(!run(false).await, "{mode}: nothing changed");
+            }
+        }
+    }
+
+    /// Following a link (the default), the mode is set on its target: that is a change.
+    #[tokio::test]
+    async fn mode_through_a_link_is_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path(), json!({}));
+        let t = dir.path().join("t");
+        std::fs::write(&t, "").unwrap();
+        std::os::unix::fs::symlink("t", dir.path().join("l")).unwrap();
+        let l = dir.path().join("l");
+        let a = json!({"path": l.to_str().unwrap(), "mode": "0600"});
+        assert!(File.run(&c, args(a.clone())).await.unwrap().changed);
+        assert_eq!(mode_of(&t), 0o600);
+        assert!(!File.run(&c, args(a)).await.unwrap().changed);
     }
 
     #[tokio::test]
