@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::registry::{layout, registry, registry_with_auth};
+use common::registry::{layout, registry, registry_with_auth, registry_with_tls};
 use common::Project;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -190,5 +190,116 @@ fn registry_credentials_are_used_and_wrong_ones_refused() {
         msg.contains("refused the credentials") || msg.contains("401"),
         "{}",
         msg
+    );
+}
+
+#[test]
+fn tls_registry_is_trusted_through_ca_file() {
+    let p = Project::new();
+    p.file(
+        "inventory.yaml",
+        "all:\n  hosts:\n    localhost: {ansible_connection: local}\n",
+    )
+    // The registry's certificate comes from a CA made by kk's gen_cert (as certs/init
+    // makes pki_dir/root.crt and image_registry.crt); another CA did not sign it.
+    .file(
+        "certs.yaml",
+        r#"
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - gen_cert: {cn: test-ca, is_ca: true, out_key: pki/ca.key, out_cert: pki/ca.crt}
+    - gen_cert: {cn: other-ca, is_ca: true, out_key: pki/other.key, out_cert: pki/other.crt}
+    - gen_cert:
+        root_key: pki/ca.key
+        root_cert: pki/ca.crt
+        cn: registry
+        sans: [127.0.0.1]
+        out_key: pki/registry.key
+        out_cert: pki/registry.crt
+"#,
+    )
+    .file(
+        "site.yaml",
+        r#"
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: push
+      image:
+        src: "local://{{ playbook_dir }}/src"
+        dest: "oci://{{ image }}"
+        auths: [{registry: "{{ reg }}", ca_file: "{{ ca }}"}]
+"#,
+    );
+    p.kk(&["run", "certs.yaml", "-i", "inventory.yaml"]).code(0);
+    let reg = registry_with_tls(&p.path("pki/registry.crt"), &p.path("pki/registry.key"));
+    let reg_addr = format!("127.0.0.1:{}", reg.port);
+    let name = format!("{}/kk/tls:v1", reg_addr);
+    layout(&p.path("src"), &name);
+    let push = |ca: &str, check: bool| {
+        let mut args = vec![
+            "-e".to_string(),
+            format!("image={}", name),
+            "-e".to_string(),
+            format!("reg={}", reg_addr),
+            "-e".to_string(),
+            format!("ca={}", ca),
+        ];
+        if check {
+            args.push("--check".to_string());
+        }
+        p.run_json(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let msg = |r: &common::Run| {
+        r.result("push", "localhost")["result"]["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    // Without the CA (an empty ca_file is none): the certificate is not trusted, and the
+    // error says so and what to set.
+    let r = push("", false);
+    r.code(2);
+    let m = msg(&r);
+    assert!(m.contains("certificate"), "{}", r.describe());
+    assert!(m.contains("UnknownIssuer"), "{}", m);
+    assert!(m.contains("set ca_file"), "{}", m);
+
+    // A CA that did not sign it is refused as well.
+    let other = p.path("pki/other.crt").display().to_string();
+    let r = push(&other, false);
+    r.code(2);
+    let m = msg(&r);
+    assert!(m.contains("UnknownIssuer"), "{}", m);
+    assert!(m.contains(&format!("ca_file {}", other)), "{}", m);
+
+    // A missing ca_file: an error naming the argument and the path, before any request.
+    let missing = p.path("pki/missing.crt").display().to_string();
+    let r = push(&missing, false);
+    r.code(2);
+    let m = msg(&r);
+    assert!(
+        m.contains(&format!("ca_file {}", missing)) && m.contains("cannot be read"),
+        "{}",
+        m
+    );
+
+    // With the CA: --check says it would push and pushes nothing; the run pushes; again,
+    // nothing changes. A relative ca_file is taken from the playbook directory.
+    let r = push("pki/ca.crt", true);
+    r.code(0);
+    assert_eq!(r.status("push", "localhost"), "changed", "{}", r.describe());
+    let r = push("pki/ca.crt", false);
+    r.code(0);
+    assert_eq!(r.status("push", "localhost"), "changed", "{}", r.describe());
+    let again = push(&p.path("pki/ca.crt").display().to_string(), false);
+    again.code(0);
+    assert_eq!(
+        again.status("push", "localhost"),
+        "ok",
+        "{}",
+        again.describe()
     );
 }

@@ -105,6 +105,15 @@ pub fn registry() -> RegistryServer {
 
 /// A registry that requires basic auth (htpasswd, bcrypt) when `user` is given.
 pub fn registry_with_auth(user: Option<(&str, &str)>) -> RegistryServer {
+    start(user, None)
+}
+
+/// A registry served over HTTPS with this certificate and key (PEM files).
+pub fn registry_with_tls(cert: &Path, key: &Path) -> RegistryServer {
+    start(None, Some((cert, key)))
+}
+
+fn start(user: Option<(&str, &str)>, tls: Option<(&Path, &Path)>) -> RegistryServer {
     let dir = tempfile::tempdir().unwrap();
     let mut auth = String::new();
     if let Some((u, pw)) = user {
@@ -123,6 +132,14 @@ pub fn registry_with_auth(user: Option<(&str, &str)>) -> RegistryServer {
             htpasswd.display()
         );
     }
+    let tls = match tls {
+        Some((cert, key)) => format!(
+            "  tls:\n    certificate: {}\n    key: {}\n",
+            cert.display(),
+            key.display()
+        ),
+        None => String::new(),
+    };
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -131,7 +148,7 @@ pub fn registry_with_auth(user: Option<(&str, &str)>) -> RegistryServer {
     let cfg = dir.path().join("config.yml");
     std::fs::write(
         &cfg,
-        format!("version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{}\n{}", dir.path().join("data").display(), port, auth),
+        format!("version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{}\n{}{}", dir.path().join("data").display(), port, tls, auth),
     )
     .unwrap();
     let child = std::process::Command::new("docker-registry")
