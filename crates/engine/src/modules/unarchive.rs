@@ -312,10 +312,16 @@ esac
     }
 }
 
-/// Checks `dest`, makes the work directory and the archive's temp name beside it.
+/// Checks `dest`, makes the work directory and the archive's temp name beside it (on the
+/// same file system, so entries are renamed into place). In check mode nothing is moved, so
+/// the work directory goes to the system's temp directory and `dest`'s parent is untouched.
 const PREPARE: &str = r#"[ -d "$dest" ] || { echo "destination $dest is not an existing directory" >&2; exit 90; }
 parent=$(dirname -- "$dest")
-work=$(mktemp -d "$parent/.kk_unarchive.XXXXXXXX" 2>/dev/null || mktemp -d "$dest/../.kk_unarchive.XXXXXXXX") || exit 70
+if [ -n "$check" ]; then
+  work=$(mktemp -d "${TMPDIR:-/tmp}/.kk_unarchive.XXXXXXXX") || exit 70
+else
+  work=$(mktemp -d "$parent/.kk_unarchive.XXXXXXXX" 2>/dev/null || mktemp -d "$dest/../.kk_unarchive.XXXXXXXX") || exit 70
+fi
 arch="$work.archive"
 trap 'rm -rf "$work" "$arch" "$arch.l"' EXIT
 "#;
@@ -405,6 +411,17 @@ mod tests {
                 "extra_opts": ["--strip-components=1"],
             }))
         };
+        // Check mode reports the change and touches neither dest nor its parent (no work
+        // directory beside dest: the parent's mtime stays).
+        let mut check = ctx(dir.path(), serde_json::json!({}));
+        check.check_mode = true;
+        let parent_mtime = || std::fs::metadata(dir.path()).unwrap().modified().unwrap();
+        let before = parent_mtime();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let r = Unarchive.run(&check, a()).await.unwrap();
+        assert!(r.changed, "{:?}", r);
+        assert_eq!(parent_mtime(), before, "check mode wrote beside dest");
+        assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 0);
         let r = Unarchive.run(&c, a()).await.unwrap();
         assert!(r.changed, "{:?}", r);
         assert_eq!(
