@@ -224,8 +224,7 @@ fn containerd_from_artifacts_pulls_from_the_private_registry_and_runs() {
     assert_eq!(sha256_file(&archive), sums["containerd17"]);
 
     // The registry with the certs/init certificate, and the test image pushed to it with
-    // kk's image module (the push trusts the registry without a CA file: the module has no
-    // CA option; the hosts below check the certificate for real).
+    // kk's image module, which checks the registry's certificate against the cluster's root CA.
     let _reg = tls_registry(
         bridge,
         port,
@@ -240,12 +239,13 @@ fn containerd_from_artifacts_pulls_from_the_private_registry_and_runs() {
     p.file(
         "push.yaml",
         &format!(
-            "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - name: push\n      image:\n        src: \"local://{dir}\"\n        dest: \"oci://{image}\"\n        auths: [{{registry: \"{reg}\", username: {u}, password: {pw}, skip_tls_verify: true}}]\n",
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - name: push\n      image:\n        src: \"local://{dir}\"\n        dest: \"oci://{image}\"\n        auths: [{{registry: \"{reg}\", username: {u}, password: {pw}, ca_file: \"{ca}\"}}]\n",
             dir = p.path("image").display(),
             image = image,
             reg = reg_name,
             u = REG_USER,
-            pw = REG_PASSWORD
+            pw = REG_PASSWORD,
+            ca = p.path("wd/pki/root.crt").display()
         ),
     );
     let r = p.kk(&[
@@ -519,6 +519,73 @@ fn containerd_from_artifacts_pulls_from_the_private_registry_and_runs() {
             NAMES[i]
         );
     }
+
+    // 4b. config_policy. merge: what the host's config.toml sets by hand stays (upstream's
+    //     order) and kk's values fill in what it lacks; "" leaves an existing file alone;
+    //     override (the default) writes kk's again. containerd restarts only where the file
+    //     changed.
+    eprintln!("cri test: 4b. config_policy");
+    sh(
+        &bed,
+        0,
+        "sed -i -e 's|^sandbox_image = .*|sandbox_image = \"example.test/pause:hand\"|' -e '/^SystemdCgroup = /d' /etc/containerd/config.toml && printf '\\n[debug]\\nlevel = \"debug\"\\n' >> /etc/containerd/config.toml",
+    );
+    let policy = |value: &str| {
+        let set = format!("cri.containerd.config_policy={}", value);
+        let r = kk(&p, "site.yaml", "inventory.yaml", &["--set", &set]);
+        r.code(0);
+        r
+    };
+    let config_task = |value: &str| {
+        format!(
+            "Containerd | Write /etc/containerd/config.toml (config_policy \"{}\") on {}",
+            value, NAMES[0]
+        )
+    };
+    let r = policy("merge");
+    assert_eq!(
+        changed_tasks(&r),
+        vec![
+            config_task("merge"),
+            format!("Containerd | restart on {}", NAMES[0])
+        ],
+        "{}",
+        r.describe()
+    );
+    let cfg = sh(&bed, 0, "cat /etc/containerd/config.toml");
+    for want in [
+        "sandbox_image = \"example.test/pause:hand\"",
+        "level = \"debug\"",
+        "SystemdCgroup = true",
+        "root = \"/tmp/kk-containerd\"",
+    ] {
+        assert!(
+            cfg.contains(want),
+            "merged config.toml lacks {:?}:\n{}",
+            want,
+            cfg
+        );
+    }
+    assert_eq!(sh(&bed, 0, "systemctl is-active containerd"), "active");
+    assert!(changed_tasks(&policy("merge")).is_empty(), "merge again");
+    sh(&bed, 0, "sed -i 's|^sandbox_image = .*|sandbox_image = \"example.test/pause:hand2\"|' /etc/containerd/config.toml");
+    let r = policy("");
+    assert!(changed_tasks(&r).is_empty(), "{:#?}", changed_tasks(&r));
+    assert!(sh(&bed, 0, "cat /etc/containerd/config.toml").contains("pause:hand2"));
+    let r = policy("override");
+    assert_eq!(
+        changed_tasks(&r),
+        vec![
+            config_task("override"),
+            format!("Containerd | restart on {}", NAMES[0])
+        ]
+    );
+    assert_eq!(
+        sh(&bed, 0, "cat /etc/containerd/config.toml"),
+        sh(&bed, 1, "cat /etc/containerd/config.toml"),
+        "override writes kk's config again"
+    );
+    let listed: Vec<String> = (0..2).map(|i| listing(&bed, i)).collect();
 
     eprintln!("cri test: 5. An unknown");
     // 5. An unknown container manager: refused on every host before anything is touched,
