@@ -133,6 +133,9 @@ impl Module for Copy {
                 remote_copy(ctx, src, &dest, &spec(Vec::new(), None, None)).await
             }
             (Some(src), None) => {
+                if let Some(pending) = ctx.check_mode_pending_source("copy", src, &dest) {
+                    return Ok(pending);
+                }
                 let path = ctx.find_file("files", src)?;
                 if path.is_dir() {
                     let trailing = src.ends_with('/');
@@ -727,6 +730,30 @@ mod tests {
     use super::super::remote::testutil::{args, ctx, mode_of};
     use super::*;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn check_mode_reports_a_controller_file_an_earlier_task_would_make() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.bin");
+        let src = dir.path().join("kubekey/etcd.tar.gz");
+        let a = || args(json!({"src": src.to_str().unwrap(), "dest": dest.to_str().unwrap()}));
+        let mut c = ctx(dir.path(), json!({}));
+        c.check_mode = true;
+        let r = Copy.run(&c, a()).await.unwrap();
+        assert!(r.changed, "{r:?}");
+        assert!(r
+            .msg
+            .as_deref()
+            .unwrap_or("")
+            .contains("not on the controller yet"));
+        assert!(!dest.exists());
+        // A real run fails on it; a relative (role) file stays an error in check mode too.
+        c.check_mode = false;
+        assert!(Copy.run(&c, a()).await.is_err());
+        c.check_mode = true;
+        let rel = args(json!({"src": "no-such-role-file", "dest": dest.to_str().unwrap()}));
+        assert!(Copy.run(&c, rel).await.is_err());
+    }
 
     #[tokio::test]
     async fn content_is_idempotent_with_check_and_diff() {

@@ -5,7 +5,7 @@
 //! `import_tasks`, `include_role`, `import_role`) are not here: they are task
 //! structure, handled by `exec`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -243,6 +243,33 @@ impl ModuleContext {
             Error::new(ErrorKind::Io, format!("could not find `{}`", name))
                 .note(format!("searched: {}", tried.join(", ")))
                 .at_opt(self.span.as_ref()),
+        )
+    }
+}
+
+impl ModuleContext {
+    /// In check mode, a controller file named by an absolute path that does not exist yet is
+    /// one an earlier task would have made (a download, a certificate): skipped in check
+    /// mode, it is not there. Modules that read such a file report the copy as a change
+    /// instead of failing, so `--check` on a fresh controller shows the whole run; a real
+    /// run still fails if the file is missing. `None` outside check mode, for relative
+    /// paths (files of the role, whose absence is an error) and for existing files.
+    pub fn check_mode_pending_source(
+        &self,
+        module: &str,
+        src: &str,
+        dest: &str,
+    ) -> Option<ModuleResult> {
+        if !self.check_mode || !Path::new(src).is_absolute() || Path::new(src).exists() {
+            return None;
+        }
+        Some(
+            ModuleResult::changed(true)
+                .msg(format!(
+                    "{module}: would put {src} at {dest}; {src} is not on the controller yet                      (an earlier task makes it, and in check mode it did not run)"
+                ))
+                .with("dest", dest)
+                .with("src", src),
         )
     }
 }

@@ -166,6 +166,9 @@ impl Module for Unarchive {
         let (data, format, label) = if remote_src {
             (None, detect(&src, None), src.clone())
         } else {
+            if let Some(pending) = ctx.check_mode_pending_source("unarchive", &src, &dest) {
+                return Ok(pending);
+            }
             let path = ctx.find_file("files", &src)?;
             let data = std::fs::read(&path).map_err(|e| {
                 Error::new(
@@ -446,6 +449,26 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().starts_with(".kk_"))
             .collect();
         assert!(left.is_empty(), "{:?}", left);
+        // A controller file an earlier task would make (absolute path, missing): check mode
+        // reports the change, a real run fails naming it.
+        let missing = dir.path().join("not-downloaded-yet.tgz");
+        let m = || {
+            args(serde_json::json!({
+                "src": missing.to_str().unwrap(),
+                "dest": dest.to_str().unwrap(),
+            }))
+        };
+        let r = Unarchive.run(&check, m()).await.unwrap();
+        assert!(
+            r.changed
+                && r.msg
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("not on the controller yet"),
+            "{r:?}"
+        );
+        let err = Unarchive.run(&c, m()).await.unwrap_err();
+        assert!(err.message.contains("not-downloaded-yet.tgz"), "{err:?}");
         // A missing dest is an error that says so.
         let err = Unarchive
             .run(
