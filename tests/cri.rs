@@ -687,3 +687,39 @@ fn containerd_from_artifacts_pulls_from_the_private_registry_and_runs() {
         assert_eq!(sh(&bed, i, "systemctl is-active containerd"), "active");
     }
 }
+
+/// The cri meta role lists cri/docker with `when: cri.container_manager == 'docker'`; an
+/// `include_tasks` inside such a role must not evaluate its own condition once the role's is
+/// false (the engine used to, and failed on variables only the docker path defines).
+#[test]
+fn include_tasks_in_a_skipped_role_does_not_evaluate_its_own_condition() {
+    let p = Project::new();
+    p.file(
+        "inventory.yaml",
+        "all:\n  hosts:\n    localhost: {ansible_connection: local}\n",
+    )
+    .file(
+        "roles/outer/meta/main.yaml",
+        "dependencies:\n  - role: inner\n    when: manager == 'docker'\n",
+    )
+    .file(
+        "roles/inner/tasks/main.yaml",
+        "- name: inner include\n  include_tasks: more.yaml\n  when: only_docker_defines_this | bool\n",
+    )
+    .file(
+        "roles/inner/tasks/more.yaml",
+        "- name: inner more\n  debug: {msg: should not run}\n",
+    )
+    .file(
+        "site.yaml",
+        "- hosts: localhost\n  gather_facts: false\n  vars: {manager: containerd}\n  roles: [outer]\n",
+    );
+    let r = p.run_json(&[]);
+    r.code(0);
+    assert_eq!(
+        r.status("inner include", "localhost"),
+        "skipped",
+        "{}",
+        r.describe()
+    );
+}
