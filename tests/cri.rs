@@ -446,15 +446,17 @@ fn containerd_from_artifacts_pulls_from_the_private_registry_and_runs() {
             name
         );
     }
-    // Registry access log check: a request without credentials is refused (so the pull's
-    // credentials came from hosts.toml).
-    let anon = std::process::Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
-        .arg(p.path("wd/pki/root.crt"))
-        .arg(format!("https://{}/v2/", reg_name))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&anon.stdout), "401");
+    // The registry refuses a request without credentials (so the pull's came from
+    // hosts.toml), asked from a host with the CA kk put there.
+    let anon = sh(
+        &bed,
+        0,
+        &format!(
+            "curl -s -o /dev/null -w '%{{http_code}}' --cacert /etc/containerd/certs.d/{r}/ca.crt https://{r}/v2/",
+            r = reg_name
+        ),
+    );
+    assert_eq!(anon, "401");
 
     eprintln!("cri test: Run it. Where");
     // Run it. Where the hosts' cgroup has no cpu controller, ctr's default CPU shares
