@@ -480,6 +480,10 @@ fn containerd_from_artifacts_pulls_from_the_private_registry_and_runs() {
                 name,
                 text
             );
+            eprintln!(
+                "cri test: {}: no cpu controller in the host's cgroup ({:?}); `ctr run` failed on cpu.weight as expected, running with --cpu-shares 0",
+                name, controllers
+            );
             flags = "--cpu-shares 0";
         }
         let ran = sh(
@@ -491,6 +495,7 @@ fn containerd_from_artifacts_pulls_from_the_private_registry_and_runs() {
             ),
         );
         assert_eq!(ran, "ok", "the container's output on {}", name);
+        eprintln!("cri test: {}: ctr run {} printed {:?}", name, flags, ran);
     }
 
     eprintln!("cri test: 4. Again");
