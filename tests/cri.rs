@@ -264,8 +264,16 @@ fn containerd_from_artifacts_pulls_from_the_private_registry_and_runs() {
     eprintln!("cri test: 2. --check on fresh");
     // 2. --check on fresh hosts: no file changes, and it says what it would change.
     let before: Vec<String> = (0..2).map(|i| listing(&bed, i)).collect();
-    let r = kk(&p, "site.yaml", "inventory.yaml", &["--check"]);
+    let r = kk(&p, "site.yaml", "inventory.yaml", &["--check", "--diff"]);
     r.code(0);
+    // The credentials are in hosts.toml and config.toml: never in the output, not even in
+    // the diffs of --diff.
+    assert!(
+        !r.stdout.contains(REG_PASSWORD)
+            && !r.stderr.contains(REG_PASSWORD)
+            && !r.stdout.contains("Authorization"),
+        "the registry password is in the --check --diff output"
+    );
     let after: Vec<String> = (0..2).map(|i| listing(&bed, i)).collect();
     for i in 0..2 {
         assert_eq!(before[i], after[i], "--check changed files on {}", NAMES[i]);
