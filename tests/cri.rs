@@ -369,6 +369,11 @@ fn containerd_from_artifacts_pulls_from_the_private_registry_and_runs() {
             ),
             sha256_file(&p.path("wd/pki/root.crt"))
         );
+        // This machine (the controller) has no such file: upstream's check (`fileExists`,
+        // run on the controller) would have left `ca` out; kk checks on the host.
+        assert!(
+            !std::path::Path::new(&format!("/etc/containerd/certs.d/{}/ca.crt", reg_name)).exists()
+        );
         let hosts = sh(
             &bed,
             i,
