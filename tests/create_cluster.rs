@@ -164,20 +164,7 @@ spec:
 /// `kk create cluster -i inventory.yaml -c config.yaml --workdir wd --output json <extra…>`;
 /// the registry password appears nowhere in what it prints or records.
 fn create_cluster(p: &Project, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "create",
-        "cluster",
-        "-i",
-        "inventory.yaml",
-        "-c",
-        "config.yaml",
-        "--workdir",
-        "wd",
-        "--output",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let r = p.kk(&args);
+    let r = p.kk_flow(&["create", "cluster"], extra);
     assert!(
         !r.stdout.contains(PASSWORD) && !r.stderr.contains(PASSWORD),
         "the registry password was printed\n{}",

@@ -95,20 +95,7 @@ spec:
 
 /// `kk run <playbook> -i inventory.yaml -c config.yaml --workdir wd --output json <extra…>`.
 fn kk_run(p: &Project, playbook: &str, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "run",
-        playbook,
-        "-i",
-        "inventory.yaml",
-        "-c",
-        "config.yaml",
-        "--workdir",
-        "wd",
-        "--output",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    p.kk(&args)
+    p.kk_flow(&["run", playbook], extra)
 }
 
 /// Every file and directory on host `i` outside the kernel's and systemd's runtime trees,

@@ -101,20 +101,7 @@ fn machine_sysctls() -> BTreeMap<&'static str, String> {
 
 /// `kk init os` (the bundled playbooks/init_os.yaml) with the project's inventory and config.
 fn init_os(p: &Project, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "init",
-        "os",
-        "-i",
-        "inventory.yaml",
-        "-c",
-        "config.yaml",
-        "--workdir",
-        "wd",
-        "--output",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    p.kk(&args)
+    p.kk_flow(&["init", "os"], extra)
 }
 
 /// What the checks read from host `i`, in one SSH login: sections `@name` → text.

@@ -85,21 +85,7 @@ fn post_install(p: &Project, extra: &[&str]) -> Run {
     ]
     .iter()
     .collect();
-    let pb = playbook.to_string_lossy().into_owned();
-    let mut args = vec![
-        "run",
-        &pb,
-        "-i",
-        "inventory.yaml",
-        "-c",
-        "config.yaml",
-        "--workdir",
-        "wd",
-        "--output",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    p.kk(&args)
+    p.kk_flow(&["run", &playbook.to_string_lossy()], extra)
 }
 
 /// The tasks that reported a change on `host`, for assertion messages.

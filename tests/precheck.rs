@@ -43,21 +43,7 @@ fn precheck(bed: &TestBed, names: &[&str], groups: &str, spec: &str, extra: &[&s
     let p = Project::new();
     p.file("inventory.yaml", &inventory(bed, names, groups))
         .file("config.yaml", &format!("{CONFIG}{spec}"));
-    let pb = playbook();
-    let mut args = vec![
-        "run",
-        pb.as_str(),
-        "-i",
-        "inventory.yaml",
-        "-c",
-        "config.yaml",
-        "--workdir",
-        "wd",
-        "--output",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    p.kk(&args)
+    p.kk_flow(&["run", &playbook()], extra)
 }
 
 /// Every failed (not ignored) or unreachable result: (task, host, msg).

@@ -88,6 +88,25 @@ impl Project {
         self.kk(&args)
     }
 
+    /// `kk <command…> -i inventory.yaml -c config.yaml --workdir wd --output json <extra…>`:
+    /// a command of the cluster flow (`create cluster`, or `run <playbook>`) on the
+    /// project's inventory and config.
+    pub fn kk_flow(&self, command: &[&str], extra: &[&str]) -> Run {
+        let mut args = command.to_vec();
+        args.extend([
+            "-i",
+            "inventory.yaml",
+            "-c",
+            "config.yaml",
+            "--workdir",
+            "wd",
+            "--output",
+            "json",
+        ]);
+        args.extend_from_slice(extra);
+        self.kk(&args)
+    }
+
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
