@@ -32,6 +32,7 @@ pub mod image;
 pub mod include_vars;
 pub mod lineinfile;
 pub mod net;
+mod oci_registry;
 pub mod package;
 pub mod pause;
 pub mod remote;
