@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::kv::parse_kv;
+use super::kv::{parse_kv, parse_kv_check_raw, COMMAND_MODULES};
 use super::{Inherited, Play, Playbook, Role, RoleScope, Strategy, Task, TaskKind, TaskOwn};
 use crate::error::{did_you_mean, Error, ErrorKind, Result, Span};
 use crate::modules;
@@ -482,6 +482,9 @@ impl Loader {
         }
         let mut args: VarMap = match &args_node.value {
             Yaml::Null => VarMap::new(),
+            Yaml::Str(s) if COMMAND_MODULES.contains(&module.as_str()) => {
+                parse_kv_check_raw(s, true)
+            }
             Yaml::Str(s) => parse_kv(s, modules::is_free_form(&module)),
             Yaml::Map(_) => args_node.to_map("module arguments")?,
             Yaml::Int(_) | Yaml::Float(_) | Yaml::Bool(_) if modules::is_free_form(&module) => {

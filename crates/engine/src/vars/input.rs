@@ -190,7 +190,7 @@ fn split_args(args: &str) -> std::result::Result<Vec<String>, String> {
 
 /// Python's `unicode-escape` for the sequences Ansible decodes: `\\ \' \" \a \b \f \n \r \t \v`,
 /// `\xHH`, `\uHHHH`, `\UHHHHHHHH`. Anything else is kept as written.
-fn decode_escapes(s: &str) -> String {
+pub(crate) fn decode_escapes(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
@@ -241,7 +241,7 @@ fn decode_escapes(s: &str) -> String {
 }
 
 /// Removes one pair of matching outer quotes.
-fn unquote(s: &str) -> &str {
+pub(crate) fn unquote(s: &str) -> &str {
     let b = s.as_bytes();
     if b.len() >= 2
         && (b[0] == b'"' || b[0] == b'\'')
