@@ -403,6 +403,147 @@ fn any_errors_fatal_and_max_fail_percentage() {
     assert_eq!(r.status("next", "h1"), "ok");
 }
 
+/// Names of the plays started (one per batch) and of the tasks that produced a result.
+fn plays_and_tasks(r: &common::Run) -> (Vec<String>, Vec<String>) {
+    let ev = r.events();
+    let names = |kind: &str, key: &str| -> Vec<String> {
+        let mut v: Vec<String> = ev
+            .iter()
+            .filter(|e| e["event"] == kind)
+            .map(|e| e[key].as_str().unwrap_or_default().to_string())
+            .collect();
+        v.dedup();
+        v
+    };
+    (names("play_start", "play"), names("host_result", "task"))
+}
+
+#[test]
+fn a_play_whose_hosts_all_failed_ends_the_run() {
+    // Every host fails: later plays do not run, not even one on localhost (Ansible's
+    // "NO MORE HOSTS LEFT"). The same when a run_once task fails (it fails every host).
+    for failing in ["fail: msg=down", "fail: msg=down\n      run_once: true"] {
+        let p = project(&format!(
+            "- name: first\n  hosts: all\n  gather_facts: false\n  tasks:\n    - name: boom\n      {failing}\n- name: local\n  hosts: localhost\n  gather_facts: false\n  tasks:\n    - name: on localhost\n      debug: msg=x\n"
+        ));
+        let r = p.run_json(&[]);
+        r.code(2);
+        let (plays, tasks) = plays_and_tasks(&r);
+        assert_eq!(plays, ["first"], "{}", r.describe());
+        assert_eq!(tasks, ["boom"], "{}", r.describe());
+    }
+    // Only some fail: the next plays run for the others. A rescued failure and an
+    // ignored one are not failures.
+    let p = project(
+        r#"
+- name: first
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: ignored
+      fail: msg=ignored
+      ignore_errors: true
+    - block:
+        - name: rescued
+          fail: msg=rescued
+      rescue:
+        - name: rescue
+          debug: msg=r
+    - name: boom
+      fail: msg=down
+      when: n != 3
+- name: local
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: on localhost
+      debug: msg=x
+- name: again
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: later
+      debug: msg=x
+"#,
+    );
+    let r = p.run_json(&[]);
+    r.code(2);
+    let (plays, _) = plays_and_tasks(&r);
+    assert_eq!(plays, ["first", "local", "again"], "{}", r.describe());
+    assert_eq!(r.status("on localhost", "localhost"), "ok");
+    assert_eq!(r.status("later", "h3"), "ok");
+    assert!(r
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "host_result" && e["task"] == "later")
+        .all(|e| e["host"] == "h3"));
+}
+
+#[test]
+fn max_fail_percentage_ends_the_run_and_any_errors_fatal_runs_always() {
+    // Exceeding max_fail_percentage ends the whole run (exit 2); a failure that a rescue
+    // handles does not count.
+    let p = project(
+        r#"
+- name: strict
+  hosts: all
+  gather_facts: false
+  max_fail_percentage: 0
+  tasks:
+    - block:
+        - name: rescued
+          fail: msg=r
+          when: n == 1
+      rescue:
+        - name: rescue
+          debug: msg=r
+    - name: boom
+      fail: msg=down
+      when: n == 2
+    - name: after
+      debug: msg=x
+- name: local
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: on localhost
+      debug: msg=x
+"#,
+    );
+    let r = p.run_json(&[]);
+    r.code(2);
+    let (plays, tasks) = plays_and_tasks(&r);
+    assert_eq!(plays, ["strict"], "{}", r.describe());
+    assert_eq!(tasks, ["rescued", "rescue", "boom"], "{}", r.describe());
+    // any_errors_fatal fails every host: their `always` still runs, the rest does not.
+    let p = project(
+        r#"
+- hosts: all
+  gather_facts: false
+  any_errors_fatal: true
+  tasks:
+    - block:
+        - name: boom
+          fail: msg=down
+          when: n == 1
+        - name: skipped by all
+          debug: msg=x
+      always:
+        - name: always
+          debug: msg=x
+    - name: after
+      debug: msg=x
+"#,
+    );
+    let r = p.run_json(&[]);
+    r.code(2);
+    let (_, tasks) = plays_and_tasks(&r);
+    assert_eq!(tasks, ["boom", "always"], "{}", r.describe());
+    for h in ["h1", "h2", "h3"] {
+        assert_eq!(r.status("always", h), "ok");
+    }
+}
+
 #[test]
 fn strategy_free_runs_every_host() {
     let p = project(
@@ -656,6 +797,11 @@ fn unreachable_host_is_not_failed_and_exit_code_is_3() {
     assert_eq!(r.status("after", "up"), "ok");
     assert_eq!(r.recap("down")["unreachable"], 1);
     assert_eq!(r.recap("down")["failed"], 0);
+    // An unreachable host decides the exit code even when another failed (Ansible's order).
+    p.file("site.yaml", "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: ping\n      command: \"true\"\n    - name: boom\n      fail: msg=down\n");
+    let r = p.run_json(&[]);
+    r.code(3);
+    assert_eq!(r.recap("up")["failed"], 1);
 }
 
 #[test]

@@ -74,6 +74,9 @@ struct HostState {
     runtime: Arc<VarMap>,
     counts: Counts,
     failed: bool,
+    /// The failure happened inside a block whose `rescue` will handle it: it does not
+    /// count for `max_fail_percentage` (Ansible counts a failure once it is final).
+    rescuing: bool,
     unreachable: bool,
     ended: bool,
     notified: IndexSet<String>,
@@ -156,9 +159,10 @@ struct PlayCtx {
     /// `play_hosts`, `ansible_play_batch`, `ansible_play_hosts`: the batch's hosts still active.
     play_hosts: RwLock<Arc<VarMap>>,
     batch: Vec<String>,
+    /// Size of the `serial` batch as Ansible counts it: with the hosts that failed in
+    /// earlier plays (they take no part but fill their place in the batch).
+    batch_size: usize,
     abort: AtomicBool,
-    /// Set by `any_errors_fatal`: the whole run stops, not only the play.
-    fatal: AtomicBool,
 }
 
 /// The run: shared by every task future.
@@ -176,6 +180,8 @@ pub(crate) struct Runner {
     /// Values the `result` module reported, shown at the end of the run.
     results: Mutex<VarMap>,
     connect_opts: crate::connect::ConnectOptions,
+    /// A play exceeded its `max_fail_percentage`: the run stops and exits 2.
+    max_fail_break: AtomicBool,
 }
 
 /// Loads a playbook and runs it; errors in the files come back as `Err` (exit code 4).
@@ -211,6 +217,7 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
             workdir: opts.workdir.clone(),
             strict_host_keys: opts.ssh_strict,
         },
+        max_fail_break: AtomicBool::new(false),
         opts,
     });
     for play in playbook.plays {
@@ -231,14 +238,23 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
     crate::connect::remove_runtime_dir();
     let hosts = runner.hosts.lock().unwrap().clone();
     let mut recap = IndexMap::new();
+    // Ansible's exit code: unreachable hosts win over failed ones, except when a play's
+    // max_fail_percentage stopped the run (always 2).
     let mut code = 0;
     for (h, st) in &hosts {
-        recap.insert(h.clone(), st.counts);
-        if st.counts.failed > 0 || st.failed {
-            code = 2;
-        } else if (st.counts.unreachable > 0 || st.unreachable) && code == 0 {
-            code = 3;
+        // Like Ansible's recap, only hosts that have a result (not those a failed batch
+        // kept from running, or that were only delegated to).
+        if st.counts != Counts::default() {
+            recap.insert(h.clone(), st.counts);
         }
+        if st.counts.unreachable > 0 || st.unreachable {
+            code = 3;
+        } else if (st.counts.failed > 0 || st.failed) && code == 0 {
+            code = 2;
+        }
+    }
+    if runner.max_fail_break.load(Ordering::SeqCst) {
+        code = 2;
     }
     let results = runner.results.lock().unwrap().clone();
     if !results.is_empty() {
@@ -504,15 +520,20 @@ impl Runner {
         Ok(hosts)
     }
 
-    /// Runs one play; returns false when the run must stop (a fatal error).
+    /// Runs one play; returns false when the run must stop: every host of a batch
+    /// failed or was unreachable (Ansible's "NO MORE HOSTS LEFT", which ends the whole
+    /// playbook, later plays on other hosts included), or `max_fail_percentage` was
+    /// exceeded.
     fn run_play(self: Arc<Self>, play: Play) -> BoxFuture<'static, Result<bool>> {
         Box::pin(async move {
-            let mut hosts = self.play_hosts(&play)?;
-            // Hosts that failed or were unreachable earlier in the run take no part (Ansible's rule).
-            hosts.retain(|h| {
+            let matched = self.play_hosts(&play)?;
+            // Hosts that failed or were unreachable earlier in the run take no part
+            // (Ansible's rule), but still count in the `serial` batches.
+            let gone = |h: &String| {
                 let s = self.state(h);
-                !s.failed && !s.unreachable
-            });
+                s.failed || s.unreachable
+            };
+            let hosts: Vec<String> = matched.iter().filter(|h| !gone(h)).cloned().collect();
             for h in &hosts {
                 self.with_state(h, |s| s.ended = false);
             }
@@ -527,34 +548,55 @@ impl Runner {
                 ));
                 return Ok(true);
             }
-            let batches = serial_batches(&play.serial, &hosts)?;
-            for batch in batches {
-                let pc = Arc::new(self.prepare_play(&play, &batch, &hosts)?);
+            for full in serial_batches(&play.serial, &matched)? {
+                let batch: Vec<String> = full.iter().filter(|h| !gone(h)).cloned().collect();
+                if batch.is_empty() {
+                    // A batch of hosts that all failed earlier: Ansible starts it and
+                    // runs nothing.
+                    self.emit(Event::PlayStart {
+                        play: play.name.clone(),
+                        hosts: Vec::new(),
+                    });
+                    continue;
+                }
+                let pc = Arc::new(self.prepare_play(&play, &batch, full.len(), &hosts)?);
                 self.emit(Event::PlayStart {
                     play: pc.name.clone(),
                     hosts: batch.clone(),
                 });
                 self.clone().run_batch(pc.clone()).await?;
-                if pc.fatal.load(Ordering::SeqCst) {
+                if self.max_fail_break.load(Ordering::SeqCst) {
                     return Ok(false);
                 }
                 if pc.abort.load(Ordering::SeqCst) {
+                    // end_play: the play stops, the run goes on.
                     break;
                 }
-                // A batch where every host failed ends the play (Ansible's rule).
-                let all_failed = batch.iter().all(|h| {
-                    let s = self.state(h);
-                    s.failed || s.unreachable
-                });
-                if all_failed {
-                    break;
+                // Ansible compares the batch size with the hosts failed plus the hosts
+                // unreachable in this batch; a host can be both (any_errors_fatal fails
+                // a host that was unreachable at the same task), and then they differ.
+                let lost: usize = batch
+                    .iter()
+                    .map(|h| {
+                        let s = self.state(h);
+                        usize::from(s.failed) + usize::from(s.unreachable)
+                    })
+                    .sum();
+                if lost == full.len() {
+                    return Ok(false);
                 }
             }
             Ok(true)
         })
     }
 
-    fn prepare_play(&self, play: &Play, batch: &[String], all: &[String]) -> Result<PlayCtx> {
+    fn prepare_play(
+        &self,
+        play: &Play,
+        batch: &[String],
+        batch_size: usize,
+        all: &[String],
+    ) -> Result<PlayCtx> {
         let vars = (*play.attrs.vars).clone();
         let name = if crate::template::is_template(&play.name) {
             let mut l = Layers::default();
@@ -637,8 +679,8 @@ impl Runner {
             magic: RwLock::new(Arc::new(magic)),
             play_hosts: RwLock::new(Arc::new(play_hosts_map(batch))),
             batch: batch.to_vec(),
+            batch_size,
             abort: AtomicBool::new(false),
-            fatal: AtomicBool::new(false),
         })
     }
 
@@ -850,7 +892,10 @@ impl Runner {
                 .collect();
             if !rescue.is_empty() && !failed.is_empty() && !pc.abort.load(Ordering::SeqCst) {
                 for h in &failed {
-                    self.with_state(h, |s| s.failed = false);
+                    self.with_state(h, |s| {
+                        s.failed = false;
+                        s.rescuing = false;
+                    });
                 }
                 self.clone()
                     .run_list(pc.clone(), rescue, failed.clone(), scope.clone())
@@ -946,7 +991,10 @@ impl Runner {
             }
             "clear_host_errors" => {
                 for h in &pc.batch {
-                    self.with_state(h, |s| s.failed = false);
+                    self.with_state(h, |s| {
+                        s.failed = false;
+                        s.rescuing = false;
+                    });
                 }
             }
             "clear_facts" => {

@@ -142,32 +142,66 @@ impl Runner {
                 }
             });
             let outcomes = futures::future::join_all(futs).await;
-            let mut failed_now = 0usize;
+            // Hosts this task failed or found unreachable (not ignored), as Ansible's
+            // linear strategy collects them after each task.
+            let mut failed_here: Vec<String> = Vec::new();
+            let mut unreachable_here: Vec<String> = Vec::new();
             for o in outcomes {
                 let applies_to: Vec<String> = if run_once {
                     hosts.clone()
                 } else {
                     vec![o.host.clone()]
                 };
-                if o.status == Status::Failed && !o.ignored {
-                    failed_now += 1;
+                if !o.ignored {
+                    match o.status {
+                        Status::Failed => failed_here.push(o.host.clone()),
+                        Status::Unreachable => unreachable_here.push(o.host.clone()),
+                        _ => {}
+                    }
                 }
                 self.apply(&pc, &t, &inner, o, &applies_to, &name, facts_task);
             }
-            if failed_now > 0 {
-                let ctx = first_view.context();
-                if self
-                    .flag(&inner.attrs.any_errors_fatal, &ctx)
-                    .unwrap_or(false)
-                {
-                    pc.abort.store(true, Ordering::SeqCst);
-                    pc.fatal.store(true, Ordering::SeqCst);
-                }
-                if let Some(pct) = pc.play.max_fail_percentage {
-                    let failed = pc.batch.iter().filter(|h| self.state(h).failed).count();
-                    if (failed as f64) * 100.0 / (pc.batch.len() as f64) > pct {
-                        pc.abort.store(true, Ordering::SeqCst);
+            if failed_here.is_empty() && unreachable_here.is_empty() {
+                return;
+            }
+            // any_errors_fatal (and any run_once task, as in Ansible) fails every other host
+            // of the batch that was still running: they go to their rescue/always sections
+            // if they are in a block that has them, and otherwise leave the play. Unlike
+            // Ansible, a host found unreachable does not trigger it: the bundled playbooks
+            // go on without such hosts (etcd_scale_down.yaml forgets them in a later play).
+            let fatal = !failed_here.is_empty()
+                && (run_once
+                    || self
+                        .flag(&inner.attrs.any_errors_fatal, &first_view.context())
+                        .unwrap_or(false));
+            if fatal {
+                for h in &pc.batch {
+                    if failed_here.contains(h) {
+                        continue;
                     }
+                    self.with_state(h, |s| {
+                        if s.failed || (s.unreachable && !unreachable_here.contains(h)) {
+                            return;
+                        }
+                        s.failed = true;
+                        s.rescuing = inner.rescuable;
+                    });
+                }
+            }
+            // max_fail_percentage: failures a rescue will handle do not count, the batch
+            // size includes hosts that failed in earlier plays; exceeding it ends the run.
+            if let Some(pct) = pc.play.max_fail_percentage {
+                let failed = pc
+                    .batch
+                    .iter()
+                    .filter(|h| {
+                        let s = self.state(h);
+                        s.failed && !s.rescuing
+                    })
+                    .count();
+                if (failed as f64) / (pc.batch_size as f64) > pct / 100.0 {
+                    pc.abort.store(true, Ordering::SeqCst);
+                    self.max_fail_break.store(true, Ordering::SeqCst);
                 }
             }
         })
@@ -211,6 +245,7 @@ impl Runner {
                     s.counts.failed += 1;
                 }
                 s.failed = true;
+                s.rescuing = inner.rescuable;
             }
             Status::Unreachable if o.ignored => s.counts.skipped += 1,
             Status::Unreachable => {
