@@ -14,7 +14,7 @@ use std::process::Command;
 use serde_json::json;
 
 use super::artifacts::{copy_exec, tar_gz, unpacked};
-use super::registry::{put_blob, sha};
+use super::registry::{put_manifest, sha};
 
 /// The containerd version served (Debian trixie's package, `1.7.24~ds1`).
 pub const CONTAINERD_VERSION: &str = "v1.7.24";
@@ -89,26 +89,17 @@ pub fn busybox_layout(dir: &Path, name: &str) -> String {
         .output()
         .unwrap()
         .stdout;
-    let layer_d = put_blob(dir, &layer);
-    let config = serde_json::to_vec(&json!({
+    let config = json!({
         "architecture": "amd64", "os": "linux",
         "config": {"Cmd": ["/bin/busybox", "sh"]},
         "rootfs": {"type": "layers", "diff_ids": [sha(&tar)]}
-    }))
-    .unwrap();
-    let config_d = put_blob(dir, &config);
-    let manifest = serde_json::to_vec(&json!({
-        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_d, "size": config.len()},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer_d, "size": layer.len()}]
-    }))
-    .unwrap();
-    let md = put_blob(dir, &manifest);
+    });
+    let (md, size) = put_manifest(dir, &config, &layer);
     std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
     std::fs::write(
         dir.join("index.json"),
         serde_json::to_vec(&json!({"schemaVersion": 2, "manifests": [{
-            "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": manifest.len(),
+            "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": size,
             "platform": {"os": "linux", "architecture": "amd64"},
             "annotations": {"org.opencontainers.image.ref.name": name}}]}))
         .unwrap(),

@@ -48,17 +48,24 @@ pub fn image(dir: &Path, arch: &str) -> Value {
     use std::io::Write;
     gz.stdin.take().unwrap().write_all(&tar).unwrap();
     let layer = gz.wait_with_output().unwrap().stdout;
-    let layer_d = put_blob(dir, &layer);
-    let config = serde_json::to_vec(&json!({"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": [sha(&tar)]}})).unwrap();
+    let config = json!({"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": [sha(&tar)]}});
+    let (md, size) = put_manifest(dir, &config, &layer);
+    json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": size, "platform": {"os": "linux", "architecture": arch}})
+}
+
+/// Stores a one-layer image's config, gzipped layer and manifest in the OCI layout at
+/// `dir`; returns the manifest's digest and size.
+pub fn put_manifest(dir: &Path, config: &Value, layer_gz: &[u8]) -> (String, usize) {
+    let layer_d = put_blob(dir, layer_gz);
+    let config = serde_json::to_vec(config).unwrap();
     let config_d = put_blob(dir, &config);
     let manifest = serde_json::to_vec(&json!({
         "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_d, "size": config.len()},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer_d, "size": layer.len()}]
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer_d, "size": layer_gz.len()}]
     }))
     .unwrap();
-    let md = put_blob(dir, &manifest);
-    json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": manifest.len(), "platform": {"os": "linux", "architecture": arch}})
+    (put_blob(dir, &manifest), manifest.len())
 }
 
 /// An OCI layout holding `name` as a two-platform index.
