@@ -205,8 +205,17 @@ fn init_os_prepares_three_hosts_and_a_second_run_changes_nothing() {
             .and_then(|rest| rest.split("# kubekey hosts END").next())
             .unwrap_or_else(|| panic!("no kubekey hosts block on {}:\n{}", name, hosts));
         assert_eq!(block, want_block, "hosts block on {}", name);
+        // The control plane node (the init node) resolves the endpoint to itself; the
+        // workers (endpoint type local) to it.
+        let endpoint = if i == 0 {
+            "127.0.0.1 lb.kubesphere.local\n::1 lb.kubesphere.local\n".to_string()
+        } else {
+            format!("{} lb.kubesphere.local\n", ips[0])
+        };
         assert!(
-            hosts.contains("# kubekey kubernetes control_plane_endpoint BEGIN\n127.0.0.1 lb.kubesphere.local\n"),
+            hosts.contains(&format!(
+                "# kubekey kubernetes control_plane_endpoint BEGIN\n{endpoint}# kubekey kubernetes control_plane_endpoint END\n"
+            )),
             "control plane endpoint on {}:\n{}",
             name,
             hosts
