@@ -1,0 +1,420 @@
+//! The pod network, storage classes and add-ons (playbooks/install/cni.yaml: roles cni,
+//! storageclass, addons) on one real test host, a control plane node with FAKE helm and
+//! kubectl (tests/fakes: no API server can run here) and a kubeconfig at
+//! /etc/kubernetes/admin.conf as kubeadm would leave it. The charts are small FAKE chart
+//! archives (a Chart.yaml each) pre-staged in binary_dir (download.fetch: false); calicoctl is
+//! a FAKE script.
+//!
+//! What runs for real: kk, SSH, every file the roles write on the host, the decisions when to
+//! call helm/kubectl. What is a fake: helm and kubectl (they check their arguments and files
+//! and record them in /var/lib/kk-fakes/journal.jsonl). Rendered Kubernetes objects (the
+//! multus manifest, an add-on's manifest) are validated with the real `kubernetes-validate`
+//! against v1.30 and v1.34; the charts' values files are checked to parse (the fake helm
+//! parses each as a YAML map) and to carry kk's defaults and the user's overrides.
+//!
+//! Checked: calico (dual stack: one IP pool per family) + multus + local PV + NFS + two
+//! add-ons, in that order, each in its namespace; a second run changes nothing and calls
+//! neither `helm upgrade` nor `kubectl apply`; a malformed add-on list is refused before
+//! anything is installed.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::artifacts::tar_gz;
+use common::{sh, Project, Run};
+use serde_json::Value;
+use testbed::TestBed;
+
+const NAME: &str = "kk-cni1";
+const HELM_VERSION: &str = "v3.18.5";
+const KUBE_VERSION: &str = "v1.30.8";
+
+/// The FAKE multi-call binary (tests/fakes), built once.
+fn kube_fake() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "kk-fakes", "--bin", "kube-fake"])
+        .current_dir(root)
+        .status()
+        .expect("cargo build kube-fake");
+    assert!(status.success(), "building the fakes");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    target.join("debug/kube-fake")
+}
+
+/// Writes `data` to `path` on host `i` (mode `mode`) through ssh's stdin.
+fn put(bed: &TestBed, i: usize, path: &str, data: &[u8], mode: &str) {
+    let h = &bed.hosts()[i];
+    let mut child = Command::new("ssh")
+        .args(bed.ssh_options(i))
+        .arg(format!("root@{}", h.ip))
+        .arg(format!(
+            "mkdir -p \"$(dirname {p})\" && cat > {p}.tmp && chmod {m} {p}.tmp && mv {p}.tmp {p}",
+            p = path,
+            m = mode
+        ))
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("ssh");
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    assert!(child.wait().unwrap().success(), "writing {}", path);
+}
+
+/// Installs the FAKE helm and kubectl (each with its version trailer) and the kubeconfig
+/// kubeadm init leaves.
+fn install_fakes(bed: &TestBed) {
+    let bin = std::fs::read(kube_fake()).expect("kube-fake");
+    for (tool, version) in [("helm", HELM_VERSION), ("kubectl", KUBE_VERSION)] {
+        let mut b = bin.clone();
+        b.extend_from_slice(format!("\nKK-FAKE-VERSION={}\n", version).as_bytes());
+        put(bed, 0, &format!("/usr/local/bin/{}", tool), &b, "0755");
+    }
+    put(
+        bed,
+        0,
+        "/etc/kubernetes/admin.conf",
+        b"apiVersion: v1\nkind: Config\nclusters:\n- name: kubekey\n  cluster: {server: \"https://lb.kubesphere.local:6443\"}\n",
+        "0600",
+    );
+}
+
+/// A FAKE chart archive `<dir>/<name>/Chart.yaml` at `out`.
+fn chart(scratch: &Path, out: &Path, name: &str, version: &str) {
+    let d = scratch.join(format!("chart-{}", name));
+    std::fs::create_dir_all(d.join(name)).unwrap();
+    std::fs::write(
+        d.join(name).join("Chart.yaml"),
+        format!(
+            "apiVersion: v2\nname: {}\nversion: {}\ndescription: FAKE chart of a kk test\n",
+            name, version
+        ),
+    )
+    .unwrap();
+    tar_gz(out, &d, &[name]);
+}
+
+/// binary_dir as role `download` would leave it for this config, plus the add-on files.
+fn stage(p: &Project) {
+    let bin = p.path("wd/kubekey");
+    let scratch = p.path("scratch");
+    for (dest, name, version) in [
+        (
+            "cni/calico/tigera-operator-v3.29.7.tgz",
+            "tigera-operator",
+            "v3.29.7",
+        ),
+        (
+            "storageclass/local/localpv-provisioner-4.4.0.tgz",
+            "localpv-provisioner",
+            "4.4.0",
+        ),
+        (
+            "storageclass/nfs/nfs-subdir-external-provisioner-4.0.18.tgz",
+            "nfs-subdir-external-provisioner",
+            "4.0.18",
+        ),
+        ("addons/myapp-1.0.0.tgz", "myapp", "1.0.0"),
+    ] {
+        chart(&scratch, &bin.join(dest), name, version);
+    }
+    p.file(
+        "wd/kubekey/cni/calico/v3.29.7/amd64/calicoctl-linux-amd64",
+        "#!/bin/sh\necho 'FAKE calicoctl (a kk test stand-in)'\n",
+    );
+    p.file(
+        "wd/kubekey/addons/myapp-prod.yaml",
+        "replicaCount: 1\nfromFile: yes-from-values-file\n",
+    );
+    p.file(
+        "wd/kubekey/addons/myapp-config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: myapp-config\n  namespace: apps\ndata:\n  mode: test\n",
+    );
+    p.file(
+        "wd/kubekey/addons/quota.yaml",
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: apps-quota\n  namespace: apps\nspec:\n  hard:\n    pods: \"20\"\n",
+    );
+}
+
+fn inventory(bed: &TestBed) -> String {
+    let mut s = common::bed_inventory_hosts(bed, &[NAME]);
+    s.push_str(&format!(
+        "  groups:\n    k8s_cluster:\n      groups: [kube_control_plane, kube_worker]\n    kube_control_plane:\n      hosts: [{n}]\n    kube_worker:\n      hosts: [{n}]\n    nfs:\n      hosts: [{n}]\n",
+        n = NAME
+    ));
+    s
+}
+
+/// calico + multus, dual stack; local PV (values as YAML text, upstream's form) and NFS;
+/// two add-ons. `addons` replaces the add-on list.
+fn config(addons: &str) -> String {
+    format!(
+        r#"apiVersion: kubekey.kubesphere.io/v1
+kind: Config
+spec:
+  kubernetes: {{kube_version: {kube}}}
+  cni:
+    type: calico
+    multi_cni: multus
+    pod_cidr: "10.233.64.0/18,fd85:ee78:d8a6:8607::1:0/112"
+    service_cidr: "10.233.0.0/18,fd85:ee78:d8a6:8607::1000/116"
+    calico:
+      values:
+        installation:
+          calicoNetwork:
+            bgp: Disabled
+  storage_class:
+    local:
+      enabled: true
+      default: true
+      path: /data/openebs
+      values: |
+        helperPod:
+          image:
+            tag: 9.9.9-user
+    nfs:
+      enabled: true
+      path: /export/k8s
+  download: {{fetch: false}}
+{addons}"#,
+        kube = KUBE_VERSION,
+        addons = addons
+    )
+}
+
+const ADDONS: &str = r#"  addons:
+    - name: myapp
+      namespace: apps
+      chart: {path: addons/myapp-1.0.0.tgz}
+      values: {replicaCount: 3}
+      values_files: [addons/myapp-prod.yaml]
+      manifests: [addons/myapp-config.yaml]
+    - name: apps-quota
+      namespace: apps
+      manifests: [addons/quota.yaml]
+"#;
+
+fn kk(p: &Project, extra: &[&str]) -> Run {
+    let playbook = Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks/install/cni.yaml");
+    p.kk_flow(&["run", playbook.to_str().unwrap()], extra)
+}
+
+/// The fake's journal on the host: one JSON object per call.
+fn journal(bed: &TestBed) -> Vec<Value> {
+    sh(
+        bed,
+        0,
+        "cat /var/lib/kk-fakes/journal.jsonl 2>/dev/null || true",
+    )
+    .lines()
+    .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("journal line {l:?}: {e}")))
+    .collect()
+}
+
+/// `helm upgrade --install` releases and `kubectl apply -f` files, in call order.
+fn installs(j: &[Value]) -> Vec<String> {
+    j.iter()
+        .filter_map(|c| {
+            let args: Vec<&str> = c["args"]
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            match (c["tool"].as_str()?, args.as_slice()) {
+                ("helm", ["upgrade", "--install", rel, ..]) => {
+                    let ns = args.iter().position(|a| *a == "-n").map(|i| args[i + 1]);
+                    Some(format!("helm {} {}", ns.unwrap_or("?"), rel))
+                }
+                ("kubectl", a) if a.contains(&"apply") => {
+                    let f = a.iter().position(|x| *x == "-f").map(|i| a[i + 1]);
+                    Some(format!("apply {}", f.unwrap_or("?")))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The call that installed `release`, with its exit code checked.
+fn upgrade_call<'a>(j: &'a [Value], release: &str) -> &'a Value {
+    let c = j
+        .iter()
+        .find(|c| c["tool"] == "helm" && c["args"][0] == "upgrade" && c["args"][2] == release)
+        .unwrap_or_else(|| panic!("no helm upgrade of {release} in the journal"));
+    assert_eq!(c["exit"], 0, "helm upgrade {release}: {c}");
+    c
+}
+
+/// `helm get values <release> -n <ns> -o json` from the fake's state (the merge of every
+/// values file the release was installed with).
+fn values(bed: &TestBed, release: &str, ns: &str) -> Value {
+    let out = sh(
+        bed,
+        0,
+        &format!(
+            "/usr/local/bin/helm get values {release} -n {ns} -o json --kubeconfig /etc/kubernetes/admin.conf"
+        ),
+    );
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("values of {release}: {e}: {out}"))
+}
+
+/// Validates every object of `yaml` with the real kubernetes-validate, strictly, for
+/// Kubernetes `version` (major.minor).
+fn kubernetes_validate(version: &str, yaml: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("objects.yaml");
+    std::fs::write(&f, yaml).unwrap();
+    let out = Command::new("/usr/local/lib/kk-test/venv/bin/kubernetes-validate")
+        .args(["--strict", "-k", &format!("{version}.0")])
+        .arg(&f)
+        .output()
+        .expect("kubernetes-validate (scripts/test installs it into /usr/local/lib/kk-test/venv)");
+    assert!(
+        out.status.success(),
+        "kubernetes-validate {version}:\n{}\n{}\n{yaml}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn cni_storage_classes_and_addons_on_the_init_node() {
+    let bed = TestBed::start(1).expect("test bed");
+    install_fakes(&bed);
+    let p = Project::new();
+    stage(&p);
+    p.file("inventory.yaml", &inventory(&bed));
+
+    // A malformed add-on list stops the run before anything is installed.
+    p.file(
+        "config.yaml",
+        &config("  addons:\n    - {name: Bad_Name, chart: {repo: https://charts.example.com}}\n"),
+    );
+    let bad = kk(&p, &[]);
+    assert_ne!(bad.code, 0, "{}", bad.describe());
+    let msg = bad
+        .result("Addons | The add-on list is well formed", NAME)
+        .to_string();
+    for want in [
+        "addons[0] (Bad_Name).name is \\\"Bad_Name\\\"",
+        "chart.repo needs chart.name and chart.version",
+        "chart.sha256",
+    ] {
+        assert!(msg.contains(want), "{want} in {msg}");
+    }
+    assert!(installs(&journal(&bed)).is_empty(), "nothing installed");
+
+    // First run.
+    p.file("config.yaml", &config(ADDONS));
+    let first = kk(&p, &[]);
+    first.code(0);
+    let j = journal(&bed);
+    assert_eq!(
+        installs(&j),
+        [
+            "helm tigera-operator calico",
+            "apply /etc/kubernetes/cni/multus.yaml",
+            "helm kube-system localpv-provisioner",
+            "helm kube-system nfs-subdir-external-provisioner",
+            "helm apps myapp",
+            "apply /etc/kubernetes/addons/myapp/manifest-0-myapp-config.yaml",
+            "apply /etc/kubernetes/addons/apps-quota/manifest-0-quota.yaml",
+        ],
+        "install order"
+    );
+    // Every call had the kubeconfig and a values file of kk's (sorted keys, one file).
+    let calico = upgrade_call(&j, "calico");
+    let calico_file = calico["files"]["/etc/kubernetes/cni/calico-values.yaml"]
+        .as_str()
+        .expect("calico values in the journal");
+    assert!(calico_file.contains("bgp: Disabled"), "{calico_file}");
+    assert!(calico["files"]["/etc/kubernetes/admin.conf"].is_string());
+    let v = values(&bed, "calico", "tigera-operator");
+    assert_eq!(
+        v["installation"]["calicoNetwork"]["bgp"], "Disabled",
+        "user's"
+    );
+    let pools: Vec<&str> = v["installation"]["calicoNetwork"]["ipPools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cidr"].as_str().unwrap())
+        .collect();
+    assert_eq!(pools, ["10.233.64.0/18", "fd85:ee78:d8a6:8607::1:0/112"]);
+    assert_eq!(v["installation"]["registry"], "docker.io/");
+    assert_eq!(v["tigeraOperator"]["registry"], "quay.io");
+
+    let local = values(&bed, "localpv-provisioner", "kube-system");
+    assert_eq!(local["helperPod"]["image"]["tag"], "9.9.9-user", "user's");
+    assert_eq!(local["helperPod"]["image"]["registry"], "docker.io/");
+    assert_eq!(local["hostpathClass"]["isDefaultClass"], true);
+    assert_eq!(local["hostpathClass"]["basePath"], "/data/openebs");
+
+    // The NFS server is the nfs host's address, not its inventory name.
+    let nfs = values(&bed, "nfs-subdir-external-provisioner", "kube-system");
+    assert_eq!(nfs["nfs"]["server"], bed.hosts()[0].ip.to_string());
+    assert_eq!(nfs["nfs"]["path"], "/export/k8s");
+    assert_eq!(nfs["storageClass"]["defaultClass"], false);
+
+    // The add-on: its values file first, its `values` over it.
+    let app = values(&bed, "myapp", "apps");
+    assert_eq!(app["replicaCount"], 3);
+    assert_eq!(app["fromFile"], "yes-from-values-file");
+    let app_call = upgrade_call(&j, "myapp");
+    let args: Vec<&str> = app_call["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let fs: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "-f")
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(
+        fs,
+        [
+            "/etc/kubernetes/addons/myapp/values-0-myapp-prod.yaml",
+            "/etc/kubernetes/addons/myapp/values.yaml"
+        ]
+    );
+
+    // Rendered objects: valid for both Kubernetes versions.
+    let applied = |path: &str| -> String {
+        j.iter()
+            .find(|c| c["tool"] == "kubectl" && c["files"][path].is_string())
+            .unwrap_or_else(|| panic!("{path} not applied"))["files"][path]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let multus = applied("/etc/kubernetes/cni/multus.yaml");
+    assert!(multus.contains("image: \"ghcr.io/k8snetworkplumbingwg/multus-cni:v4.2.4\""));
+    for version in ["1.30", "1.34"] {
+        kubernetes_validate(version, &multus);
+        kubernetes_validate(
+            version,
+            &applied("/etc/kubernetes/addons/apps-quota/manifest-0-quota.yaml"),
+        );
+    }
+    assert_eq!(
+        sh(&bed, 0, "stat -c %a /etc/kubernetes/cni/calico-values.yaml"),
+        "600"
+    );
+    assert!(sh(&bed, 0, "/usr/local/bin/calicoctl").contains("FAKE calicoctl"));
+
+    // Second run: nothing changes, nothing is installed again.
+    let second = kk(&p, &[]);
+    second.code(0);
+    assert_eq!(second.recap(NAME)["changed"], 0, "{}", second.describe());
+    assert_eq!(
+        installs(&journal(&bed)).len(),
+        7,
+        "no install on the re-run"
+    );
+}
