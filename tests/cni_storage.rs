@@ -418,3 +418,105 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
         "no install on the re-run"
     );
 }
+
+/// `config` with cni.type/multi_cni replaced and no storage class or add-on.
+fn cni_config(cni_type: &str, multi: &str) -> String {
+    config("")
+        .replace("type: calico", &format!("type: {cni_type}"))
+        .replace("multi_cni: multus", &format!("multi_cni: {multi}"))
+        .replace("enabled: true", "enabled: false")
+}
+
+#[test]
+fn every_cni_plugin_installs_its_chart() {
+    let bed = TestBed::start(1).expect("test bed");
+    install_fakes(&bed);
+    let p = Project::new();
+    let scratch = p.path("scratch");
+    for (dest, name, version) in [
+        ("cni/cilium/cilium-1.18.7.tgz", "cilium", "1.18.7"),
+        ("cni/flannel/flannel-v0.27.4.tgz", "flannel", "v0.27.4"),
+        // Upstream's role looked for kubeovn-<v>.tgz and cni/hybridnet-<v>.tgz.
+        ("cni/kubeovn/kube-ovn-v1.15.0.tgz", "kube-ovn", "v1.15.0"),
+        ("cni/hybridnet/hybridnet-0.6.8.tgz", "hybridnet", "0.6.8"),
+        (
+            "cni/spiderpool/spiderpool-v1.1.1.tgz",
+            "spiderpool",
+            "v1.1.1",
+        ),
+    ] {
+        chart(&scratch, &p.path("wd/kubekey").join(dest), name, version);
+    }
+    p.file("inventory.yaml", &inventory(&bed));
+    let node = sh(&bed, 0, "hostname").to_lowercase();
+    let mut seen = 0;
+    let mut step = |cni_type: &str, multi: &str, want: &[&str]| {
+        p.file("config.yaml", &cni_config(cni_type, multi));
+        kk(&p, &[]).code(0);
+        let all = installs(&journal(&bed));
+        assert_eq!(&all[seen..], want, "{cni_type} + {multi}");
+        seen = all.len();
+    };
+
+    step(
+        "cilium",
+        "spiderpool",
+        &["helm kube-system cilium", "helm kube-system spiderpool"],
+    );
+    let cilium = values(&bed, "cilium", "kube-system");
+    assert_eq!(
+        cilium["ipam"]["operator"]["clusterPoolIPv4PodCIDRList"][0],
+        "10.233.64.0/18"
+    );
+    assert_eq!(
+        cilium["ipam"]["operator"]["clusterPoolIPv6PodCIDRList"][0],
+        "fd85:ee78:d8a6:8607::1:0/112"
+    );
+    assert_eq!(cilium["cni"]["exclusive"], false, "beside spiderpool");
+    assert_eq!(cilium["image"]["repository"], "quay.io/cilium/cilium");
+    let spider = values(&bed, "spiderpool", "kube-system");
+    assert_eq!(spider["ipam"]["enableIPv6"], true, "top-level ipam");
+    assert_eq!(spider["global"]["imageRegistryOverride"], "ghcr.io");
+
+    step(
+        "flannel",
+        "none",
+        &[
+            "apply /etc/kubernetes/cni/flannel-namespace.yaml",
+            "helm kube-flannel flannel",
+        ],
+    );
+    let ns = sh(&bed, 0, "cat /etc/kubernetes/cni/flannel-namespace.yaml");
+    assert!(ns.contains("pod-security.kubernetes.io/enforce: privileged"));
+    for version in ["1.30", "1.34"] {
+        kubernetes_validate(version, &ns);
+    }
+    let flannel = values(&bed, "flannel", "kube-flannel");
+    assert_eq!(flannel["podCidr"], "10.233.64.0/18");
+    assert_eq!(flannel["podCidrv6"], "fd85:ee78:d8a6:8607::1:0/112");
+
+    step("kubeovn", "none", &["helm kubeovn-system kubeovn"]);
+    let label = journal(&bed)
+        .into_iter()
+        .find(|c| c["tool"] == "kubectl" && c["args"].to_string().contains("kube-ovn/role=master"))
+        .expect("kube-ovn label");
+    assert_eq!(label["exit"], 0, "{label}");
+    assert!(
+        label["args"].to_string().contains(&format!("\"{node}\"")),
+        "{label}"
+    );
+    let ovn = values(&bed, "kubeovn", "kubeovn-system");
+    assert_eq!(ovn["networking"]["NET_STACK"], "dual_stack");
+    assert_eq!(ovn["ipv4"]["POD_GATEWAY"], "10.233.64.1");
+    assert_eq!(ovn["global"]["registry"]["address"], "docker.io/kubeovn");
+
+    step("hybridnet", "none", &["helm kube-system hybridnet"]);
+    assert_eq!(
+        values(&bed, "hybridnet", "kube-system")["init"]["cidr"],
+        "10.233.64.0/18"
+    );
+
+    // cni.type none: nothing installed; a re-run of a plugin changes nothing.
+    step("none", "none", &[]);
+    step("hybridnet", "none", &[]);
+}
