@@ -477,6 +477,9 @@ const NO_SHA256_COMPONENTS: &[&str] = &[
     "localpv_provisioner",
     "nfs_subdir_external_provisioner",
     "spiderpool",
+    "node_feature_discovery",
+    "kata_deploy",
+    "ks_core",
 ];
 /// Single versions without a digest source.
 const NO_SHA256_VERSIONS: &[(&str, &str)] = &[("calicoctl", "v3.31.3")];
