@@ -119,6 +119,7 @@ fn stage(p: &Project) {
             "4.0.18",
         ),
         ("addons/myapp-1.0.0.tgz", "myapp", "1.0.0"),
+        ("addons/ks-core/ks-core-1.1.4.tgz", "ks-core", "1.1.4"),
     ] {
         chart(&scratch, &bin.join(dest), name, version);
     }
@@ -196,6 +197,10 @@ const ADDONS: &str = r#"  addons:
     - name: apps-quota
       namespace: apps
       manifests: [addons/quota.yaml]
+  addons_builtin:
+    kubesphere:
+      enabled: true
+      values: {multicluster: {hostClusterName: kk-test}}
 "#;
 
 fn kk(p: &Project, extra: &[&str]) -> Run {
@@ -308,8 +313,30 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
     }
     assert!(installs(&journal(&bed)).is_empty(), "nothing installed");
 
-    // First run.
+    // --check on the fresh host: reports what it would do, writes and installs nothing.
     p.file("config.yaml", &config(ADDONS));
+    let check = kk(&p, &["--check"]);
+    check.code(0);
+    assert_eq!(
+        check.status(
+            "Calico | helm upgrade --install calico -n tigera-operator",
+            NAME
+        ),
+        "skipped",
+        "{}",
+        check.describe()
+    );
+    assert_eq!(
+        sh(
+            &bed,
+            0,
+            "ls /etc/kubernetes; test -e /usr/local/bin/calicoctl && echo calicoctl; true"
+        ),
+        "admin.conf"
+    );
+    assert!(installs(&journal(&bed)).is_empty(), "nothing installed");
+
+    // First run.
     let first = kk(&p, &[]);
     first.code(0);
     let j = journal(&bed);
@@ -323,6 +350,7 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
             "helm apps myapp",
             "apply /etc/kubernetes/addons/myapp/manifest-0-myapp-config.yaml",
             "apply /etc/kubernetes/addons/apps-quota/manifest-0-quota.yaml",
+            "helm kubesphere-system ks-core",
         ],
         "install order"
     );
@@ -364,6 +392,10 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
     let app = values(&bed, "myapp", "apps");
     assert_eq!(app["replicaCount"], 3);
     assert_eq!(app["fromFile"], "yes-from-values-file");
+    // KubeSphere (addons_builtin.kubesphere): kk's registry, the user's values, installed last.
+    let ks = values(&bed, "ks-core", "kubesphere-system");
+    assert_eq!(ks["global"]["imageRegistry"], "docker.io");
+    assert_eq!(ks["multicluster"]["hostClusterName"], "kk-test");
     let app_call = upgrade_call(&j, "myapp");
     let args: Vec<&str> = app_call["args"]
         .as_array()
@@ -414,7 +446,7 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
     assert_eq!(second.recap(NAME)["changed"], 0, "{}", second.describe());
     assert_eq!(
         installs(&journal(&bed)).len(),
-        7,
+        8,
         "no install on the re-run"
     );
 }
