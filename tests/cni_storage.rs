@@ -551,4 +551,48 @@ fn every_cni_plugin_installs_its_chart() {
     // cni.type none: nothing installed; a re-run of a plugin changes nothing.
     step("none", "none", &[]);
     step("hybridnet", "none", &[]);
+
+    // A release helm refuses (a chart archive that is not one): the run fails showing helm's
+    // rc and stderr, the values file is forgotten, and the next run (good chart) installs.
+    p.file(
+        "wd/kubekey/cni/hybridnet/hybridnet-0.6.9.tgz",
+        "not a chart\n",
+    );
+    let broken = cni_config("hybridnet", "none").replace(
+        "type: hybridnet",
+        "type: hybridnet\n    hybridnet_version: 0.6.9",
+    );
+    p.file("config.yaml", &broken);
+    let r = kk(&p, &[]);
+    assert_eq!(r.code, 2, "{}", r.describe());
+    let msg = r.msg("Hybridnet | helm upgrade --install hybridnet failed", NAME);
+    let msg = msg.as_str().unwrap_or_default();
+    assert!(
+        msg.contains("(rc 1)") && msg.contains("stderr: FAKE helm"),
+        "{msg}"
+    );
+    assert_eq!(
+        sh(
+            &bed,
+            0,
+            "test -e /etc/kubernetes/cni/hybridnet-values.yaml || echo gone"
+        ),
+        "gone"
+    );
+    chart(
+        &scratch,
+        &p.path("wd/kubekey/cni/hybridnet/hybridnet-0.6.9.tgz"),
+        "hybridnet",
+        "0.6.9",
+    );
+    kk(&p, &[]).code(0);
+    let all = installs(&journal(&bed));
+    assert_eq!(
+        all[all.len() - 2..],
+        ["helm kube-system hybridnet", "helm kube-system hybridnet"]
+    );
+    assert_eq!(
+        values(&bed, "hybridnet", "kube-system")["init"]["cidr"],
+        "10.233.64.0/18"
+    );
 }
