@@ -6,7 +6,9 @@ pub mod artifacts;
 pub mod cri;
 pub mod docker;
 pub mod etcd;
+pub mod fakes;
 pub mod registry;
+pub mod validate;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
