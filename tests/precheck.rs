@@ -46,6 +46,32 @@ fn precheck(bed: &TestBed, names: &[&str], groups: &str, spec: &str, extra: &[&s
     p.kk_flow(&["run", &playbook()], extra)
 }
 
+/// [`precheck`] with each host also given its IPv6 address (`fd00:6b6b::1N`, which
+/// [`add_ipv6`] put on it) as `internal_ipv6`: a dual-stack cluster needs one per node.
+fn precheck_dual(bed: &TestBed, spec: &str, extra: &[&str]) -> Run {
+    let mut inv = inventory(bed, &NODES, GROUPS);
+    for (i, name) in NODES.iter().enumerate() {
+        let head = format!("    {name}:\n");
+        let at = inv.find(&head).expect("host entry") + head.len();
+        inv.insert_str(at, &format!("      internal_ipv6: \"fd00:6b6b::1{i}\"\n"));
+    }
+    let p = Project::new();
+    p.file("inventory.yaml", &inv)
+        .file("config.yaml", &format!("{CONFIG}{spec}"));
+    p.kk_flow(&["run", &playbook()], extra)
+}
+
+/// Puts an IPv6 address, `fd00:6b6b::1N/64`, on each host's eth0.
+fn add_ipv6(bed: &TestBed) {
+    for i in 0..NODES.len() {
+        common::sh(
+            bed,
+            i,
+            &format!("ip -6 addr replace fd00:6b6b::1{i}/64 dev eth0 nodad"),
+        );
+    }
+}
+
 /// Every failed (not ignored) or unreachable result: (task, host, msg).
 fn failures(r: &Run) -> Vec<(String, String, String)> {
     r.events()
@@ -270,10 +296,12 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
         &["cni.pod_cidr is \"10.233.64.0/33\"", "expected one CIDR"],
     );
 
-    // v1.19 is below the minimum and has no version defaults: both are allowed here, so that
-    // only the dual-stack rule is left to trip.
-    let spec = "  cluster_require:\n    kube_version_min_required: v1.18.0\n    allow_unsupported_kube_version: true\n  kubernetes:\n    kube_version: v1.19.16\n  cni:\n    pod_cidr: 10.233.64.0/18,fd85:ee78:d8a6:8607::1:0/112\n    ipv6_mask_size: 120\n";
-    let r = precheck(&bed, &NODES, GROUPS, spec, &[]);
+    // v1.20 is below the minimum and has no version defaults: both are allowed here, so that
+    // only the dual-stack rule (on by default from v1.21) is left to trip. The nodes have
+    // IPv6 addresses, which a dual-stack cluster needs.
+    add_ipv6(&bed);
+    let spec = "  cluster_require:\n    kube_version_min_required: v1.18.0\n    allow_unsupported_kube_version: true\n  kubernetes:\n    kube_version: v1.20.15\n  cni:\n    pod_cidr: 10.233.64.0/18,fd85:ee78:d8a6:8607::1:0/112\n    ipv6_mask_size: 120\n";
+    let r = precheck_dual(&bed, spec, &[]);
     fails_once(
         "dual-stack on old Kubernetes",
         &r,
@@ -281,11 +309,25 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
         "node1",
         &[
             "cni.pod_cidr is dual-stack",
-            "v1.20.0",
-            "v1.19.16",
+            "v1.21.0",
+            "v1.20.15",
             "cluster_require.dual_stack_kube_version_min_required",
         ],
     );
+    // Without internal_ipv6 every node is refused: it would have no IPv6 node IP.
+    let r = precheck(&bed, &NODES, GROUPS, spec, &[]);
+    let f = failures(&r);
+    assert_eq!(f.len(), 3, "{f:#?}");
+    for ((task, host, msg), want) in f.iter().zip(NODES) {
+        assert_eq!(
+            (task.as_str(), host.as_str()),
+            (
+                "network | node has an address of each pod CIDR family",
+                want
+            )
+        );
+        assert!(msg.contains("this node has no internal_ipv6"), "{msg}");
+    }
 
     let r = precheck(&bed, &NODES, GROUPS, "  cni:\n    type: weave\n", &[]);
     fails_once(
@@ -407,7 +449,7 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
     // /121 holds 126 pods < 250, while the IPv4 /24 (254) is fine. Checked on every k8s host,
     // since max_pods may differ per group.
     let spec = "  kubernetes:\n    kubelet:\n      max_pods: 250\n  cni:\n    pod_cidr: 10.233.64.0/18,fd85:ee78:d8a6:8607::1:0/112\n    ipv6_mask_size: 121\n";
-    let r = precheck(&bed, &NODES, GROUPS, spec, &[]);
+    let r = precheck_dual(&bed, spec, &[]);
     let f = failures(&r);
     assert_eq!(f.len(), 3, "{f:#?}");
     for ((task, host, msg), want) in f.iter().zip(NODES) {
