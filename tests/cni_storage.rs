@@ -29,6 +29,7 @@ use serde_json::Value;
 use testbed::TestBed;
 
 const NAME: &str = "kk-cni1";
+const OTHER: &str = "kk-cni2";
 const HELM_VERSION: &str = "v3.18.5";
 const KUBE_VERSION: &str = "v1.30.8";
 
@@ -461,8 +462,18 @@ fn cni_config(cni_type: &str, multi: &str) -> String {
 
 #[test]
 fn every_cni_plugin_installs_its_chart() {
-    let bed = TestBed::start(1).expect("test bed");
+    // Two control plane nodes; the second listed (host 0) has kubelet.service loaded, so it
+    // is init_kubernetes_node and the only one that installs anything (and has the fakes).
+    let bed = TestBed::start(2).expect("test bed");
     install_fakes(&bed);
+    put(
+        &bed,
+        0,
+        "/etc/systemd/system/kubelet.service",
+        b"[Unit]\nDescription=FAKE kubelet unit of a kk test (loaded, never started)\n[Service]\nExecStart=/bin/sleep infinity\n",
+        "0644",
+    );
+    sh(&bed, 0, "systemctl daemon-reload");
     let p = Project::new();
     let scratch = p.path("scratch");
     for (dest, name, version) in [
@@ -479,8 +490,12 @@ fn every_cni_plugin_installs_its_chart() {
     ] {
         chart(&scratch, &p.path("wd/kubekey").join(dest), name, version);
     }
-    p.file("inventory.yaml", &inventory(&bed));
-    let node = sh(&bed, 0, "hostname").to_lowercase();
+    let mut inv = common::bed_inventory_hosts(&bed, &[NAME, OTHER]);
+    inv.push_str(&format!(
+        "  groups:\n    k8s_cluster:\n      groups: [kube_control_plane]\n    kube_control_plane:\n      hosts: [{OTHER}, {NAME}]\n"
+    ));
+    p.file("inventory.yaml", &inv);
+    let nodes = [0, 1].map(|i| sh(&bed, i, "hostname").to_lowercase());
     let mut seen = 0;
     let mut step = |cni_type: &str, multi: &str, want: &[&str]| {
         p.file("config.yaml", &cni_config(cni_type, multi));
@@ -528,15 +543,21 @@ fn every_cni_plugin_installs_its_chart() {
     assert_eq!(flannel["podCidrv6"], "fd85:ee78:d8a6:8607::1:0/112");
 
     step("kubeovn", "none", &["helm kubeovn-system kubeovn"]);
-    let label = journal(&bed)
+    // Both control planes labelled by node name (from the init node's kubectl).
+    let labels: Vec<Value> = journal(&bed)
         .into_iter()
-        .find(|c| c["tool"] == "kubectl" && c["args"].to_string().contains("kube-ovn/role=master"))
-        .expect("kube-ovn label");
-    assert_eq!(label["exit"], 0, "{label}");
-    assert!(
-        label["args"].to_string().contains(&format!("\"{node}\"")),
-        "{label}"
-    );
+        .filter(|c| {
+            c["tool"] == "kubectl" && c["args"].to_string().contains("kube-ovn/role=master")
+        })
+        .collect();
+    assert_eq!(labels.len(), 2, "{labels:?}");
+    for (label, node) in labels.iter().zip([&nodes[1], &nodes[0]]) {
+        assert_eq!(label["exit"], 0, "{label}");
+        assert!(
+            label["args"].to_string().contains(&format!("\"{node}\"")),
+            "{label}"
+        );
+    }
     let ovn = values(&bed, "kubeovn", "kubeovn-system");
     assert_eq!(ovn["networking"]["NET_STACK"], "dual_stack");
     assert_eq!(ovn["ipv4"]["POD_GATEWAY"], "10.233.64.1");
@@ -594,5 +615,15 @@ fn every_cni_plugin_installs_its_chart() {
     assert_eq!(
         values(&bed, "hybridnet", "kube-system")["init"]["cidr"],
         "10.233.64.0/18"
+    );
+
+    // The other control plane node got nothing.
+    assert_eq!(
+        sh(
+            &bed,
+            1,
+            "ls /etc/kubernetes /var/lib/kk-fakes 2>&1 | grep -c 'No such file'"
+        ),
+        "2"
     );
 }
