@@ -19,11 +19,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
-use common::artifacts::tar_gz;
+use common::{fakes, validate};
 use common::{sh, Project, Run};
 use serde_json::Value;
 use testbed::TestBed;
@@ -33,48 +31,16 @@ const OTHER: &str = "kk-cni2";
 const HELM_VERSION: &str = "v3.18.5";
 const KUBE_VERSION: &str = "v1.30.8";
 
-/// The FAKE multi-call binary (tests/fakes), built once.
-fn kube_fake() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "kk-fakes", "--bin", "kube-fake"])
-        .current_dir(root)
-        .status()
-        .expect("cargo build kube-fake");
-    assert!(status.success(), "building the fakes");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    target.join("debug/kube-fake")
-}
-
-/// Writes `data` to `path` on host `i` (mode `mode`) through ssh's stdin.
+/// Writes `data` to `path` on host `i` (mode `mode`).
 fn put(bed: &TestBed, i: usize, path: &str, data: &[u8], mode: &str) {
-    let h = &bed.hosts()[i];
-    let mut child = Command::new("ssh")
-        .args(bed.ssh_options(i))
-        .arg(format!("root@{}", h.ip))
-        .arg(format!(
-            "mkdir -p \"$(dirname {p})\" && cat > {p}.tmp && chmod {m} {p}.tmp && mv {p}.tmp {p}",
-            p = path,
-            m = mode
-        ))
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("ssh");
-    child.stdin.take().unwrap().write_all(data).unwrap();
-    assert!(child.wait().unwrap().success(), "writing {}", path);
+    let tmp = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(tmp.path(), data).unwrap();
+    fakes::push(bed, i, tmp.path(), path, mode);
 }
 
-/// Installs the FAKE helm and kubectl (each with its version trailer) and the kubeconfig
-/// kubeadm init leaves.
+/// The FAKE kubeadm/kubelet/kubectl/helm on host 0 and the kubeconfig kubeadm init leaves.
 fn install_fakes(bed: &TestBed) {
-    let bin = std::fs::read(kube_fake()).expect("kube-fake");
-    for (tool, version) in [("helm", HELM_VERSION), ("kubectl", KUBE_VERSION)] {
-        let mut b = bin.clone();
-        b.extend_from_slice(format!("\nKK-FAKE-VERSION={}\n", version).as_bytes());
-        put(bed, 0, &format!("/usr/local/bin/{}", tool), &b, "0755");
-    }
+    fakes::install_kube(bed, 0, KUBE_VERSION, HELM_VERSION);
     put(
         bed,
         0,
@@ -84,25 +50,24 @@ fn install_fakes(bed: &TestBed) {
     );
 }
 
-/// A FAKE chart archive `<dir>/<name>/Chart.yaml` at `out`.
-fn chart(scratch: &Path, out: &Path, name: &str, version: &str) {
-    let d = scratch.join(format!("chart-{}", name));
-    std::fs::create_dir_all(d.join(name)).unwrap();
-    std::fs::write(
-        d.join(name).join("Chart.yaml"),
-        format!(
-            "apiVersion: v2\nname: {}\nversion: {}\ndescription: FAKE chart of a kk test\n",
-            name, version
-        ),
-    )
-    .unwrap();
-    tar_gz(out, &d, &[name]);
+/// A FAKE chart archive (tests/common/fakes.rs) at `out`.
+fn chart(out: &Path, name: &str, version: &str) {
+    fakes::fake_chart(name, version, out);
+}
+
+/// The fake's journal on host 0.
+fn journal(bed: &TestBed) -> Vec<Value> {
+    fakes::journal(bed, 0)
+}
+
+/// Every object of `yaml` valid for Kubernetes `version` (kubernetes-validate --strict).
+fn kubernetes_validate(version: &str, what: &str, yaml: &str) {
+    validate::assert_kubernetes_valid(version, what, yaml);
 }
 
 /// binary_dir as role `download` would leave it for this config, plus the add-on files.
 fn stage(p: &Project) {
     let bin = p.path("wd/kubekey");
-    let scratch = p.path("scratch");
     for (dest, name, version) in [
         (
             "cni/calico/tigera-operator-v3.29.7.tgz",
@@ -122,7 +87,7 @@ fn stage(p: &Project) {
         ("addons/myapp-1.0.0.tgz", "myapp", "1.0.0"),
         ("addons/ks-core/ks-core-1.1.4.tgz", "ks-core", "1.1.4"),
     ] {
-        chart(&scratch, &bin.join(dest), name, version);
+        chart(&bin.join(dest), name, version);
     }
     p.file(
         "wd/kubekey/cni/calico/v3.29.7/amd64/calicoctl-linux-amd64",
@@ -209,18 +174,6 @@ fn kk(p: &Project, extra: &[&str]) -> Run {
     p.kk_flow(&["run", playbook.to_str().unwrap()], extra)
 }
 
-/// The fake's journal on the host: one JSON object per call.
-fn journal(bed: &TestBed) -> Vec<Value> {
-    sh(
-        bed,
-        0,
-        "cat /var/lib/kk-fakes/journal.jsonl 2>/dev/null || true",
-    )
-    .lines()
-    .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("journal line {l:?}: {e}")))
-    .collect()
-}
-
 /// `helm upgrade --install` releases and `kubectl apply -f` files, in call order.
 fn installs(j: &[Value]) -> Vec<String> {
     j.iter()
@@ -266,25 +219,6 @@ fn values(bed: &TestBed, release: &str, ns: &str) -> Value {
         ),
     );
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("values of {release}: {e}: {out}"))
-}
-
-/// Validates every object of `yaml` with the real kubernetes-validate, strictly, for
-/// Kubernetes `version` (major.minor).
-fn kubernetes_validate(version: &str, yaml: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("objects.yaml");
-    std::fs::write(&f, yaml).unwrap();
-    let out = Command::new("/usr/local/lib/kk-test/venv/bin/kubernetes-validate")
-        .args(["--strict", "-k", &format!("{version}.0")])
-        .arg(&f)
-        .output()
-        .expect("kubernetes-validate (scripts/test installs it into /usr/local/lib/kk-test/venv)");
-    assert!(
-        out.status.success(),
-        "kubernetes-validate {version}:\n{}\n{}\n{yaml}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]
@@ -429,9 +363,10 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
     let multus = applied("/etc/kubernetes/cni/multus.yaml");
     assert!(multus.contains("image: \"ghcr.io/k8snetworkplumbingwg/multus-cni:v4.2.4\""));
     for version in ["1.30", "1.34"] {
-        kubernetes_validate(version, &multus);
+        kubernetes_validate(version, "multus.yaml", &multus);
         kubernetes_validate(
             version,
+            "the add-on manifest",
             &applied("/etc/kubernetes/addons/apps-quota/manifest-0-quota.yaml"),
         );
     }
@@ -475,7 +410,6 @@ fn every_cni_plugin_installs_its_chart() {
     );
     sh(&bed, 0, "systemctl daemon-reload");
     let p = Project::new();
-    let scratch = p.path("scratch");
     for (dest, name, version) in [
         ("cni/cilium/cilium-1.18.7.tgz", "cilium", "1.18.7"),
         ("cni/flannel/flannel-v0.27.4.tgz", "flannel", "v0.27.4"),
@@ -488,7 +422,7 @@ fn every_cni_plugin_installs_its_chart() {
             "v1.1.1",
         ),
     ] {
-        chart(&scratch, &p.path("wd/kubekey").join(dest), name, version);
+        chart(&p.path("wd/kubekey").join(dest), name, version);
     }
     let mut inv = common::bed_inventory_hosts(&bed, &[NAME, OTHER]);
     inv.push_str(&format!(
@@ -536,7 +470,7 @@ fn every_cni_plugin_installs_its_chart() {
     let ns = sh(&bed, 0, "cat /etc/kubernetes/cni/flannel-namespace.yaml");
     assert!(ns.contains("pod-security.kubernetes.io/enforce: privileged"));
     for version in ["1.30", "1.34"] {
-        kubernetes_validate(version, &ns);
+        kubernetes_validate(version, "flannel-namespace.yaml", &ns);
     }
     let flannel = values(&bed, "flannel", "kube-flannel");
     assert_eq!(flannel["podCidr"], "10.233.64.0/18");
@@ -601,7 +535,6 @@ fn every_cni_plugin_installs_its_chart() {
         "gone"
     );
     chart(
-        &scratch,
         &p.path("wd/kubekey/cni/hybridnet/hybridnet-0.6.9.tgz"),
         "hybridnet",
         "0.6.9",
