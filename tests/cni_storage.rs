@@ -1,21 +1,27 @@
 //! The pod network, storage classes and add-ons (playbooks/install/cni.yaml: roles cni,
-//! storageclass, addons) on one real test host, a control plane node with FAKE helm and
-//! kubectl (tests/fakes: no API server can run here) and a kubeconfig at
-//! /etc/kubernetes/admin.conf as kubeadm would leave it. The charts are small FAKE chart
-//! archives (a Chart.yaml each) pre-staged in binary_dir (download.fetch: false); calicoctl is
-//! a FAKE script.
+//! storageclass, addons) on real test hosts: a control plane node with the FAKE kubeadm,
+//! kubelet, kubectl and helm of tests/fakes (no API server can run here) and a kubeconfig at
+//! /etc/kubernetes/admin.conf as kubeadm init leaves it. The charts are FAKE chart archives
+//! (tests/common/fakes.rs) pre-staged in binary_dir (download.fetch: false); calicoctl is a
+//! FAKE script.
 //!
-//! What runs for real: kk, SSH, every file the roles write on the host, the decisions when to
+//! What runs for real: kk, SSH, every file the roles write on the hosts, the decisions when to
 //! call helm/kubectl. What is a fake: helm and kubectl (they check their arguments and files
-//! and record them in /var/lib/kk-fakes/journal.jsonl). Rendered Kubernetes objects (the
-//! multus manifest, an add-on's manifest) are validated with the real `kubernetes-validate`
-//! against v1.30 and v1.34; the charts' values files are checked to parse (the fake helm
-//! parses each as a YAML map) and to carry kk's defaults and the user's overrides.
+//! and record them in /var/lib/kk-fakes/journal.jsonl; `helm get values` answers the merge of
+//! a release's values files). Rendered Kubernetes objects (the multus manifest, the flannel
+//! namespace, an add-on's manifest) are validated with the real `kubernetes-validate` for
+//! v1.30 and v1.34; the charts' values files parse (the fake helm parses each as a YAML map)
+//! and carry kk's defaults and the user's overrides.
 //!
-//! Checked: calico (dual stack: one IP pool per family) + multus + local PV + NFS + two
-//! add-ons, in that order, each in its namespace; a second run changes nothing and calls
-//! neither `helm upgrade` nor `kubectl apply`; a malformed add-on list is refused before
-//! anything is installed.
+//! `cni_storage_classes_and_addons_on_the_init_node` (one host): a malformed add-on list is
+//! refused before anything is installed; `--check` on the fresh host writes and installs
+//! nothing; calico (dual stack: one IP pool per family) + multus + local PV + NFS (server =
+//! the nfs host's address) + two add-ons + KubeSphere, in that order, each in its namespace;
+//! a second run is changed=0 and calls neither `helm upgrade` nor `kubectl apply`.
+//! `every_cni_plugin_installs_its_chart` (two control planes, the init node listed second):
+//! cilium + spiderpool, flannel, kubeovn (both control planes labelled), hybridnet, none,
+//! only on the init node; a release helm refuses fails the run with helm's output and is
+//! installed by the next run.
 
 mod common;
 
