@@ -91,16 +91,14 @@ Taint: key:s value:s effect:s timeAdded:s
 
 /// kubeproxy.config.k8s.io/v1alpha1 KubeProxyConfiguration (union of v1.28–v1.34).
 const KUBEPROXY_V1ALPHA1: &str = "
-KubeProxyConfiguration: apiVersion:s kind:s featureGates:{b} clientConnection:ClientConnectionConfiguration hostnameOverride:s bindAddress:s healthzBindAddress:s metricsBindAddress:s bindAddressHardFail:b enableProfiling:b showHiddenMetricsForVersion:s mode:s iptables:KubeProxyIPTablesConfiguration ipvs:KubeProxyIPVSConfiguration nftables:KubeProxyNFTablesConfiguration winkernel:KubeProxyWinkernelConfiguration detectLocalMode:s detectLocal:DetectLocalConfiguration clusterCIDR:s nodePortAddresses:[s] oomScoreAdj:i conntrack:KubeProxyConntrackConfiguration configSyncPeriod:s portRange:s windowsRunAsService:b logging:any linux:KubeProxyLinuxConfiguration windows:KubeProxyWindowsConfiguration syncPeriod:s minSyncPeriod:s ipFamilyPolicy:s
+KubeProxyConfiguration: apiVersion:s kind:s featureGates:{b} clientConnection:ClientConnectionConfiguration hostnameOverride:s bindAddress:s healthzBindAddress:s metricsBindAddress:s bindAddressHardFail:b enableProfiling:b showHiddenMetricsForVersion:s mode:s iptables:KubeProxyIPTablesConfiguration ipvs:KubeProxyIPVSConfiguration nftables:KubeProxyNFTablesConfiguration winkernel:KubeProxyWinkernelConfiguration detectLocalMode:s detectLocal:DetectLocalConfiguration clusterCIDR:s nodePortAddresses:[s] oomScoreAdj:i conntrack:KubeProxyConntrackConfiguration configSyncPeriod:s portRange:s windowsRunAsService:b logging:any serviceProxyName:s
 ClientConnectionConfiguration: kubeconfig:s acceptContentTypes:s contentType:s qps:f burst:i
 KubeProxyIPTablesConfiguration: masqueradeBit:i masqueradeAll:b localhostNodePorts:b syncPeriod:s minSyncPeriod:s
 KubeProxyIPVSConfiguration: syncPeriod:s minSyncPeriod:s scheduler:s excludeCIDRs:[s] strictARP:b tcpTimeout:s tcpFinTimeout:s udpTimeout:s
-KubeProxyNFTablesConfiguration: masqueradeBit:i masqueradeAll:b syncPeriod:s minSyncPeriod:s
+KubeProxyNFTablesConfiguration: masqueradeBit:i masqueradeAll:b syncPeriod:s minSyncPeriod:s tableName:s
 KubeProxyWinkernelConfiguration: networkName:s sourceVip:s enableDSR:b rootHnsEndpointName:s forwardHealthCheckVip:b
-DetectLocalConfiguration: bridgeInterface:s interfaceNamePrefix:s clusterCIDRs:[s]
+DetectLocalConfiguration: bridgeInterface:s interfaceNamePrefix:s
 KubeProxyConntrackConfiguration: maxPerCore:i min:i tcpEstablishedTimeout:s tcpCloseWaitTimeout:s tcpBeLiberal:b udpTimeout:s udpStreamTimeout:s
-KubeProxyLinuxConfiguration: conntrack:KubeProxyConntrackConfiguration masqueradeAll:b oomScoreAdj:i
-KubeProxyWindowsConfiguration: runAsService:b
 ";
 
 /// Field tables: type name → [(field, type)].

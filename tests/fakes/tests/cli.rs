@@ -1,0 +1,447 @@
+//! The FAKE tools run locally under `KK_FAKE_ROOT` (every absolute path they touch is
+//! inside a temporary directory, systemctl is skipped): what they accept, refuse, print
+//! and journal. tests/fakes.rs (the kk package's) runs them on a real test host.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+struct Fake {
+    root: tempfile::TempDir,
+    bin: tempfile::TempDir,
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Fake {
+    /// kubeadm/kubelet/kubectl at `kube`, helm at v3.18.5.
+    fn new(kube: &str) -> Fake {
+        let bin = tempfile::tempdir().unwrap();
+        let exe = std::fs::read(env!("CARGO_BIN_EXE_kube-fake")).unwrap();
+        for (tool, v) in [
+            ("kubeadm", kube),
+            ("kubelet", kube),
+            ("kubectl", kube),
+            ("helm", "v3.18.5"),
+        ] {
+            let mut b = exe.clone();
+            b.extend_from_slice(format!("\nKK-FAKE-VERSION={}\n", v).as_bytes());
+            let p = bin.path().join(tool);
+            std::fs::write(&p, b).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        Fake {
+            root: tempfile::tempdir().unwrap(),
+            bin,
+        }
+    }
+
+    /// A path inside the fake root.
+    fn path(&self, p: &str) -> PathBuf {
+        self.root.path().join(p.trim_start_matches('/'))
+    }
+
+    fn write(&self, p: &str, content: &str) {
+        let f = self.path(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, content).unwrap();
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) -> Out {
+        let out = Command::new(self.bin.path().join(tool))
+            .args(args)
+            .env("KK_FAKE_ROOT", self.root.path())
+            .env("HOME", "/root")
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap();
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+        }
+    }
+
+    fn ok(&self, tool: &str, args: &[&str]) -> String {
+        let o = self.run(tool, args);
+        assert_eq!(o.code, 0, "{} {:?}: {}\n{}", tool, args, o.stdout, o.stderr);
+        o.stdout
+    }
+
+    fn fails(&self, tool: &str, args: &[&str]) -> String {
+        let o = self.run(tool, args);
+        assert_ne!(o.code, 0, "{} {:?} should fail: {}", tool, args, o.stdout);
+        o.stderr
+    }
+
+    fn journal(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.path("/var/lib/kk-fakes/journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+const INIT_V1BETA3: &str = "apiVersion: kubeadm.k8s.io/v1beta3\nkind: InitConfiguration\nlocalAPIEndpoint: {advertiseAddress: 10.0.0.1, bindPort: 6443}\nnodeRegistration: {name: cp1, kubeletExtraArgs: {node-ip: 10.0.0.1}}\n---\napiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: v1.30.8\ncontrolPlaneEndpoint: lb.kubesphere.local\n---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n";
+
+#[test]
+fn kubeadm_init_then_join_config_checks() {
+    let f = Fake::new("v1.30.8");
+    f.write("/root/init.yaml", INIT_V1BETA3);
+    // kubeadm v1.30 does not deploy a v1.32 control plane.
+    f.write(
+        "/root/newer.yaml",
+        &INIT_V1BETA3.replace("v1.30.8", "v1.32.0"),
+    );
+    let e = f.fails("kubeadm", &["init", "--config=/root/newer.yaml"]);
+    assert!(e.contains("deploys only v1.30 or v1.29"), "{}", e);
+    // Only an init config makes a cluster.
+    f.write(
+        "/root/cluster-only.yaml",
+        INIT_V1BETA3.split("---").nth(1).unwrap(),
+    );
+    let e = f.fails("kubeadm", &["init", "--config", "/root/cluster-only.yaml"]);
+    assert!(
+        e.contains("InitConfiguration and a ClusterConfiguration"),
+        "{}",
+        e
+    );
+    let e = f.fails("kubeadm", &["init"]);
+    assert!(e.contains("--config is required"), "{}", e);
+
+    f.ok(
+        "kubeadm",
+        &[
+            "init",
+            "--config",
+            "/root/init.yaml",
+            "--skip-phases=addon/kube-proxy",
+        ],
+    );
+    // No port in controlPlaneEndpoint: the bind port is added; super-admin.conf from v1.29.
+    let admin = std::fs::read_to_string(f.path("/etc/kubernetes/admin.conf")).unwrap();
+    assert!(
+        admin.contains("server: https://lb.kubesphere.local:6443"),
+        "{}",
+        admin
+    );
+    assert!(f.path("/etc/kubernetes/super-admin.conf").is_file());
+    let flags = std::fs::read_to_string(f.path("/var/lib/kubelet/kubeadm-flags.env")).unwrap();
+    assert_eq!(flags, "KUBELET_KUBEADM_ARGS=\"--node-ip=10.0.0.1\"\n");
+    // kk's CA is kept: a CA placed before init is the one in the kubeconfigs' hash.
+    let join = f.ok("kubeadm", &["token", "create", "--print-join-command"]);
+    assert!(
+        join.starts_with("kubeadm join lb.kubesphere.local:6443 --token "),
+        "{}",
+        join
+    );
+    let e = f.fails(
+        "kubeadm",
+        &["token", "create", "--print-join-command", "--ttl", "2 days"],
+    );
+    assert!(e.contains("not a duration"), "{}", e);
+
+    // Join on a second "host".
+    let g = Fake::new("v1.30.8");
+    let token = join.split(' ').nth(4).unwrap();
+    let hash = join.split(' ').nth(6).unwrap();
+    let join_cfg = format!("apiVersion: kubeadm.k8s.io/v1beta3\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken: {{apiServerEndpoint: 'lb.kubesphere.local:6443', token: {token}, caCertHashes: [{hash}]}}\ncontrolPlane:\n  localAPIEndpoint: {{advertiseAddress: 10.0.0.2, bindPort: 6443}}\n  certificateKey: CERTKEY\n");
+    g.write("/root/join.yaml", &join_cfg.replace("CERTKEY", "nothex"));
+    let e = g.fails("kubeadm", &["join", "--config=/root/join.yaml"]);
+    assert!(e.contains("controlPlane.certificateKey"), "{}", e);
+    g.write(
+        "/root/join.yaml",
+        &join_cfg
+            .replace("    caCertHashes", "    caCertHashez")
+            .replace(&format!(", caCertHashes: [{hash}]"), ""),
+    );
+    let e = g.fails("kubeadm", &["join", "--config=/root/join.yaml"]);
+    assert!(
+        e.contains("caCertHashes is empty and unsafeSkipCAVerification is not true"),
+        "{}",
+        e
+    );
+    g.write(
+        "/root/join.yaml",
+        &join_cfg.replace("CERTKEY", &"ab".repeat(32)),
+    );
+    let out = g.ok(
+        "kubeadm",
+        &[
+            "join",
+            "--config=/root/join.yaml",
+            "--ignore-preflight-errors=all",
+            "-v=5",
+        ],
+    );
+    assert!(out.contains("as a control plane"), "{}", out);
+    for f in [
+        "admin.conf",
+        "kubelet.conf",
+        "controller-manager.conf",
+        "scheduler.conf",
+    ] {
+        assert!(g.path(&format!("/etc/kubernetes/{}", f)).is_file(), "{}", f);
+    }
+    let e = g.fails("kubeadm", &["join", "--config=/root/join.yaml"]);
+    assert!(
+        e.contains("/etc/kubernetes/kubelet.conf already exists"),
+        "{}",
+        e
+    );
+    // reset removes what join left.
+    g.ok("kubeadm", &["reset", "-f"]);
+    assert!(!g.path("/etc/kubernetes/kubelet.conf").exists());
+    assert_eq!(g.run("kubeadm", &["reset"]).code, 64);
+
+    let j = g.journal();
+    let joins: Vec<&Value> = j.iter().filter(|e| e["args"][0] == "join").collect();
+    assert_eq!(joins.len(), 4);
+    assert_eq!(joins[2]["exit"], 0);
+    assert!(joins[2]["files"]["/root/join.yaml"]
+        .as_str()
+        .unwrap()
+        .contains("certificateKey"));
+}
+
+#[test]
+fn kubelet_needs_its_config_and_a_kubeconfig() {
+    let f = Fake::new("v1.34.1");
+    let args = [
+        "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+        "--kubeconfig=/etc/kubernetes/kubelet.conf",
+        "--config=/var/lib/kubelet/config.yaml",
+    ];
+    let e = f.fails("kubelet", &args);
+    assert!(e.contains("/var/lib/kubelet/config.yaml"), "{}", e);
+    f.write(
+        "/var/lib/kubelet/config.yaml",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPodz: 1\n",
+    );
+    let e = f.fails("kubelet", &args);
+    assert!(
+        e.contains("KubeletConfiguration.maxPodz: unknown field"),
+        "{}",
+        e
+    );
+    f.write(
+        "/var/lib/kubelet/config.yaml",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 1\n",
+    );
+    let e = f.fails("kubelet", &args);
+    assert!(e.contains("neither --kubeconfig"), "{}", e);
+    assert_eq!(f.ok("kubelet", &["--version"]), "Kubernetes v1.34.1");
+    // With its files it would run until stopped: not run here.
+}
+
+#[test]
+fn kubectl_apply_label_taint_delete() {
+    let f = Fake::new("v1.34.1");
+    assert!(f
+        .fails("kubectl", &["apply", "-f", "/x.yaml"])
+        .contains("/root/.kube/config does not exist"));
+    f.write("/root/.kube/config", "apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster: {server: 'https://lb:6443'}\n");
+    f.write("/m.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: coredns, namespace: kube-system}\ndata: {a: b}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: nodelocaldns, namespace: kube-system}\n");
+    assert_eq!(
+        f.ok("kubectl", &["apply", "-f", "/m.yaml"]),
+        "configmap/coredns created\ndaemonset.apps/nodelocaldns created"
+    );
+    assert_eq!(
+        f.ok("kubectl", &["apply", "-f", "/m.yaml"]),
+        "configmap/coredns unchanged\ndaemonset.apps/nodelocaldns unchanged"
+    );
+    f.write("/m.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: coredns, namespace: kube-system}\ndata: {a: c}\n");
+    assert_eq!(
+        f.ok("kubectl", &["apply", "-f", "/m.yaml"]),
+        "configmap/coredns configured"
+    );
+    f.write("/bad.yaml", "apiVersion: v1\nkind: ConfigMap\n");
+    assert!(f
+        .fails("kubectl", &["apply", "-f", "/bad.yaml"])
+        .contains("metadata.name are required"));
+
+    let l = ["label", "--overwrite", "node", "w1", "a=b", "c.io/d=e"];
+    assert_eq!(f.ok("kubectl", &l), "node/w1 labeled");
+    assert_eq!(f.ok("kubectl", &l), "node/w1 not labeled");
+    let e = f.fails("kubectl", &["label", "node", "w1", "a=x"]);
+    assert!(
+        e.contains("'a' already has a value (b), and --overwrite is false"),
+        "{}",
+        e
+    );
+    for bad in ["a=b c", "-a=b", "a=", "x/=1", "a=b=c"] {
+        let o = f.run("kubectl", &["label", "--overwrite", "node", "w1", bad]);
+        if bad == "a=" {
+            assert_eq!(o.code, 0, "an empty value is valid");
+        } else {
+            assert_eq!(o.code, 1, "{:?} should be refused", bad);
+        }
+    }
+    let t = [
+        "taint",
+        "--overwrite",
+        "node",
+        "w1",
+        "dedicated=db:NoSchedule",
+    ];
+    assert_eq!(f.ok("kubectl", &t), "node/w1 tainted");
+    assert_eq!(f.ok("kubectl", &t), "node/w1 not tainted");
+    assert!(f
+        .fails("kubectl", &["taint", "node", "w1", "x=y:Sometimes"])
+        .contains("invalid taint spec"));
+    let node: Value =
+        serde_json::from_str(&f.ok("kubectl", &["get", "node", "w1", "-o", "json"])).unwrap();
+    assert_eq!(node["metadata"]["labels"]["c.io/d"], "e");
+    assert_eq!(node["spec"]["taints"][0]["effect"], "NoSchedule");
+    assert_eq!(
+        f.ok("kubectl", &["taint", "node", "w1", "dedicated:NoSchedule-"]),
+        "node/w1 tainted"
+    );
+
+    assert_eq!(
+        f.ok(
+            "kubectl",
+            &["delete", "configmap", "coredns", "-n", "kube-system"]
+        ),
+        "configmap \"coredns\" deleted"
+    );
+    assert!(f
+        .fails(
+            "kubectl",
+            &["delete", "configmap", "coredns", "-n", "kube-system"]
+        )
+        .contains("NotFound"));
+    f.ok(
+        "kubectl",
+        &[
+            "delete",
+            "configmap",
+            "coredns",
+            "-n",
+            "kube-system",
+            "--ignore-not-found",
+        ],
+    );
+    assert_eq!(
+        f.ok("kubectl", &["create", "namespace", "kubesphere-system"]),
+        "namespace/kubesphere-system created"
+    );
+    assert!(f
+        .fails("kubectl", &["create", "namespace", "kubesphere-system"])
+        .contains("AlreadyExists"));
+    assert_eq!(
+        f.ok(
+            "kubectl",
+            &[
+                "-n",
+                "kube-system",
+                "rollout",
+                "restart",
+                "deployment",
+                "coredns"
+            ]
+        ),
+        "deployment.apps/coredns restarted"
+    );
+    assert_eq!(f.run("kubectl", &["get", "pods", "-A"]).code, 64);
+    let v: Value =
+        serde_json::from_str(&f.ok("kubectl", &["version", "--client", "-o", "json"])).unwrap();
+    assert_eq!(v["clientVersion"]["gitVersion"], "v1.34.1");
+}
+
+#[test]
+fn helm_checks_charts_and_values() {
+    let f = Fake::new("v1.34.1");
+    f.write("/root/.kube/config", "apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster: {server: 'https://lb:6443'}\n");
+    let chart = |dir: &Path, name: &str, chart_yaml: &str| {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(name)).unwrap();
+        std::fs::write(d.path().join(name).join("Chart.yaml"), chart_yaml).unwrap();
+        let out = dir.join(format!("{}.tgz", name));
+        let st = Command::new("tar")
+            .arg("-czf")
+            .arg(&out)
+            .arg("-C")
+            .arg(d.path())
+            .arg(name)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    let dir = f.path("/charts");
+    std::fs::create_dir_all(&dir).unwrap();
+    chart(
+        &dir,
+        "cilium",
+        "apiVersion: v2\nname: cilium\nversion: 1.18.1\n",
+    );
+    chart(
+        &dir,
+        "wrong",
+        "apiVersion: v2\nname: other\nversion: 1.0.0\n",
+    );
+    f.write("/charts/plain.tgz", "not gzip");
+    f.write("/v.yaml", "ipam: {mode: kubernetes}\n");
+    f.write("/list.yaml", "- a\n");
+    let up = |chart: &str, values: &str| -> Out {
+        f.run(
+            "helm",
+            &[
+                "upgrade",
+                "--install",
+                "cilium",
+                chart,
+                "-n",
+                "kube-system",
+                "-f",
+                values,
+                "--set",
+                "k8sServiceHost=lb,k8sServicePort=6443",
+            ],
+        )
+    };
+    assert!(up("/charts/plain.tgz", "/v.yaml")
+        .stderr
+        .contains("not a gzip"));
+    assert!(up("/charts/wrong.tgz", "/v.yaml")
+        .stderr
+        .contains("name (other) the chart's directory (wrong)"));
+    assert!(up("/charts/cilium.tgz", "/list.yaml")
+        .stderr
+        .contains("not a YAML map"));
+    let o = up("/charts/cilium.tgz", "/v.yaml");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: Value = serde_json::from_str(&f.ok(
+        "helm",
+        &["get", "values", "cilium", "-n", "kube-system", "-o", "json"],
+    ))
+    .unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"ipam": {"mode": "kubernetes"}, "k8sServiceHost": "lb", "k8sServicePort": 6443})
+    );
+    let list: Value = serde_json::from_str(&f.ok("helm", &["list", "-A", "-o", "json"])).unwrap();
+    assert_eq!(list[0]["chart"], "cilium-1.18.1");
+    assert_eq!(f.ok("helm", &["version", "--short"]), "v3.18.5+g0000000");
+    assert!(f
+        .fails("helm", &["status", "calico", "-n", "kube-system"])
+        .contains("release: not found"));
+    assert_eq!(
+        f.run("helm", &["install", "x", "/charts/cilium.tgz"]).code,
+        64
+    );
+    let j = f.journal();
+    let last_up = j
+        .iter()
+        .rfind(|e| e["tool"] == "helm" && e["args"][0] == "upgrade")
+        .unwrap();
+    assert_eq!(last_up["files"]["/v.yaml"], "ipam: {mode: kubernetes}\n");
+    assert!(last_up["files"]["/root/.kube/config"].is_string());
+}
