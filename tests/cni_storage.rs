@@ -393,12 +393,18 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
     );
 }
 
-/// `config` with cni.type/multi_cni replaced and no storage class or add-on.
+/// A private registry the cluster's images come through (no such host: nothing pulls here).
+const REGISTRY: &str = "registry.kk.test:5000";
+
+/// `config` with cni.type/multi_cni replaced, no storage class or add-on, and images from
+/// REGISTRY (image_registry.auth.registry: an existing registry).
 fn cni_config(cni_type: &str, multi: &str) -> String {
-    config("")
-        .replace("type: calico", &format!("type: {cni_type}"))
-        .replace("multi_cni: multus", &format!("multi_cni: {multi}"))
-        .replace("enabled: true", "enabled: false")
+    config(&format!(
+        "  image_registry:\n    auth: {{registry: \"{REGISTRY}\"}}\n"
+    ))
+    .replace("type: calico", &format!("type: {cni_type}"))
+    .replace("multi_cni: multus", &format!("multi_cni: {multi}"))
+    .replace("enabled: true", "enabled: false")
 }
 
 #[test]
@@ -460,10 +466,13 @@ fn every_cni_plugin_installs_its_chart() {
         "fd85:ee78:d8a6:8607::1:0/112"
     );
     assert_eq!(cilium["cni"]["exclusive"], false, "beside spiderpool");
-    assert_eq!(cilium["image"]["repository"], "quay.io/cilium/cilium");
+    assert_eq!(
+        cilium["image"]["repository"],
+        format!("{REGISTRY}/cilium/cilium")
+    );
     let spider = values(&bed, "spiderpool", "kube-system");
     assert_eq!(spider["ipam"]["enableIPv6"], true, "top-level ipam");
-    assert_eq!(spider["global"]["imageRegistryOverride"], "ghcr.io");
+    assert_eq!(spider["global"]["imageRegistryOverride"], REGISTRY);
 
     step(
         "flannel",
@@ -480,6 +489,10 @@ fn every_cni_plugin_installs_its_chart() {
     }
     let flannel = values(&bed, "flannel", "kube-flannel");
     assert_eq!(flannel["podCidr"], "10.233.64.0/18");
+    assert_eq!(
+        flannel["flannel"]["image"]["repository"],
+        format!("{REGISTRY}/flannel-io/flannel")
+    );
     assert_eq!(flannel["podCidrv6"], "fd85:ee78:d8a6:8607::1:0/112");
 
     step("kubeovn", "none", &["helm kubeovn-system kubeovn"]);
@@ -501,7 +514,10 @@ fn every_cni_plugin_installs_its_chart() {
     let ovn = values(&bed, "kubeovn", "kubeovn-system");
     assert_eq!(ovn["networking"]["NET_STACK"], "dual_stack");
     assert_eq!(ovn["ipv4"]["POD_GATEWAY"], "10.233.64.1");
-    assert_eq!(ovn["global"]["registry"]["address"], "docker.io/kubeovn");
+    assert_eq!(
+        ovn["global"]["registry"]["address"],
+        format!("{REGISTRY}/kubeovn")
+    );
 
     step("hybridnet", "none", &["helm kube-system hybridnet"]);
     assert_eq!(
