@@ -6,8 +6,16 @@
 //! version ([`crate::kubeadm_api`]: v1beta3 below v1.31, v1beta4 from v1.31); init needs an
 //! InitConfiguration and a ClusterConfiguration whose kubernetesVersion kubeadm can deploy;
 //! join needs a bootstrap token with CA hashes (or unsafeSkipCAVerification) and, for a
-//! control plane, a 64-hex certificateKey; init and join refuse to run over what a previous
-//! one left (stricter than kubeadm: `--ignore-preflight-errors` does not lift that).
+//! control plane, a 64-hex certificateKey; a node holding the cluster CA checks the hashes
+//! pin it. init and join refuse to run over what a previous one left (admin.conf,
+//! kubelet.conf: stricter than kubeadm, `--ignore-preflight-errors` does not lift that).
+//! kubeadm's own preflight checks that need no API server, by their names (ignorable with
+//! `--ignore-preflight-errors`/nodeRegistration.ignorePreflightErrors as in kubeadm): init —
+//! external etcd client certificate files exist (ExternalEtcdClientCertificates), a local
+//! etcd's data dir is empty (DirAvailable--var-lib-etcd); join — /etc/kubernetes/manifests is
+//! empty (DirAvailable--etc-kubernetes-manifests: static pods such as kube-vip or haproxy
+//! placed before the join make the real kubeadm fail), no bootstrap-kubelet.conf, and on a
+//! worker no /etc/kubernetes/pki/ca.crt (FileAvailable--etc-kubernetes-pki-ca.crt).
 //! Leaves: the kubeconfigs under /etc/kubernetes, /var/lib/kubelet/config.yaml and
 //! kubeadm-flags.env, pki/ca.crt when absent (kk's CA is kept), then restarts the kubelet
 //! unit as kubeadm's kubelet-start phase does and checks it stays up. Nothing else: no
@@ -102,6 +110,63 @@ fn preflight_file(path: &str) -> Res {
     Ok(())
 }
 
+/// kubeadm's preflight checks the fake can make on a host, by kubeadm's check names;
+/// `--ignore-preflight-errors` and nodeRegistration.ignorePreflightErrors (names, or
+/// `all`, case-insensitive) make one non-fatal, as with kubeadm.
+struct Preflight {
+    ignored: Vec<String>,
+    errors: Vec<String>,
+}
+
+impl Preflight {
+    fn new(flag: Option<String>, reg: &Value) -> Preflight {
+        let mut ignored: Vec<String> = flag
+            .unwrap_or_default()
+            .split(',')
+            .map(|s| s.trim().to_lowercase())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if let Some(l) = reg["ignorePreflightErrors"].as_sequence() {
+            ignored.extend(l.iter().filter_map(Value::as_str).map(str::to_lowercase));
+        }
+        Preflight {
+            ignored,
+            errors: Vec::new(),
+        }
+    }
+
+    fn check(&mut self, name: &str, failed: bool, msg: String) {
+        let lname = name.to_lowercase();
+        if failed && !self.ignored.iter().any(|i| *i == "all" || *i == lname) {
+            self.errors.push(format!("\t[ERROR {}]: {}", name, msg));
+        }
+    }
+
+    /// FileAvailable-<path>: the file must not exist yet.
+    fn file_available(&mut self, path: &str) {
+        let name = format!("FileAvailable-{}", path.replace('/', "-"));
+        self.check(&name, exists(path), format!("{} already exists", path));
+    }
+
+    /// DirAvailable-<path>: the directory must be absent or empty.
+    fn dir_available(&mut self, path: &str) {
+        let full = crate::host_path(path);
+        let busy = std::fs::read_dir(&full).is_ok_and(|mut d| d.next().is_some());
+        let name = format!("DirAvailable-{}", path.replace('/', "-"));
+        self.check(&name, busy, format!("{} is not empty", path));
+    }
+
+    fn finish(self) -> Res {
+        if self.errors.is_empty() {
+            return Ok(());
+        }
+        fail(format!(
+            "error execution phase preflight: [preflight] Some fatal errors occurred:\n{}\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`",
+            self.errors.join("\n")
+        ))
+    }
+}
+
 /// The control-plane version kubeadm `v` can deploy: its own minor or the one before.
 fn check_kubernetes_version(call: &Call, cluster: &Value) -> Res {
     let Some(want) = cluster["kubernetesVersion"].as_str() else {
@@ -125,7 +190,7 @@ fn check_kubernetes_version(call: &Call, cluster: &Value) -> Res {
 
 fn init(call: &mut Call, mut args: Vec<String>) -> Res {
     let skip = take_flag(&mut args, "--skip-phases", None)?.unwrap_or_default();
-    take_flag(&mut args, "--ignore-preflight-errors", None)?;
+    let ignore = take_flag(&mut args, "--ignore-preflight-errors", None)?;
     let upload = take_bool(&mut args, "--upload-certs");
     let docs = config(call, &mut args)?;
     if !args.is_empty() {
@@ -142,6 +207,27 @@ fn init(call: &mut Call, mut args: Vec<String>) -> Res {
     }
     check_kubernetes_version(call, cluster)?;
     preflight_file(ADMIN)?;
+    let mut pre = Preflight::new(ignore, &init["nodeRegistration"]);
+    let external = &cluster["etcd"]["external"];
+    if external.is_null() {
+        let dir = cluster["etcd"]["local"]["dataDir"]
+            .as_str()
+            .unwrap_or("/var/lib/etcd");
+        pre.dir_available(dir);
+    }
+    for key in ["caFile", "certFile", "keyFile"] {
+        if let Some(f) = external[key].as_str().filter(|f| !f.is_empty()) {
+            pre.check(
+                "ExternalEtcdClientCertificates",
+                !exists(f),
+                format!(
+                    "{} doesn't exist (ClusterConfiguration.etcd.external.{})",
+                    f, key
+                ),
+            );
+        }
+    }
+    pre.finish()?;
     let port = init["localAPIEndpoint"]["bindPort"]
         .as_u64()
         .unwrap_or(6443);
@@ -279,6 +365,23 @@ fn start_kubelet(skip_phases: &str) -> Res {
     })
 }
 
+/// The CA's discovery hash as kubeadm computes it: sha256 of its SubjectPublicKeyInfo
+/// (with the host's openssl); for the FAKE CA (not a certificate), sha256 of the file.
+fn ca_hash() -> String {
+    let path = crate::host_path(CA);
+    let spki = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("openssl x509 -pubkey -noout -in \"$1\" | openssl pkey -pubin -outform der")
+        .arg("sh")
+        .arg(&path)
+        .output()
+        .ok()
+        .filter(|o| o.status.success() && !o.stdout.is_empty())
+        .map(|o| o.stdout);
+    let bytes = spki.unwrap_or_else(|| std::fs::read(&path).unwrap_or_default());
+    hex::encode(Sha256::digest(&bytes))
+}
+
 fn print_certificate_key() {
     println!("[upload-certs] Storing the certificates in Secret \"kubeadm-certs\" in the \"kube-system\" Namespace");
     println!("[upload-certs] Using certificate key:");
@@ -326,13 +429,12 @@ fn token_create(call: &mut Call, mut args: Vec<String>) -> Res {
     need_cluster(&kc)?;
     let text = call.read_input(&kc)?;
     let server = crate::kubeconfig_server(&text, &kc)?;
-    let ca = std::fs::read(crate::host_path(CA)).unwrap_or_default();
     println!(
         "kubeadm join {} --token {}.{} --discovery-token-ca-cert-hash sha256:{}",
         server.trim_start_matches("https://"),
         crate::random_token_part(6),
         crate::random_token_part(16),
-        hex::encode(Sha256::digest(&ca))
+        ca_hash()
     );
     Ok(())
 }
@@ -377,7 +479,7 @@ fn is_hex64(s: &str) -> bool {
 
 fn join(call: &mut Call, mut args: Vec<String>) -> Res {
     let skip = take_flag(&mut args, "--skip-phases", None)?.unwrap_or_default();
-    take_flag(&mut args, "--ignore-preflight-errors", None)?;
+    let ignore = take_flag(&mut args, "--ignore-preflight-errors", None)?;
     let docs = config(call, &mut args)?;
     if !args.is_empty() {
         return call.unsupported();
@@ -417,7 +519,27 @@ fn join(call: &mut Call, mut args: Vec<String>) -> Res {
     if !cp.is_null() && !cp["certificateKey"].as_str().is_some_and(is_hex64) {
         return fail("JoinConfiguration.controlPlane.certificateKey: a control-plane join needs the 64-hex key of `kubeadm init phase upload-certs`");
     }
+    // kubeadm's join preflight (RunJoinNodeChecks): no static pods yet, no kubelet
+    // kubeconfigs, and on a worker no CA certificate (kubeadm fetches it).
     preflight_file(KUBELET_CONF)?;
+    let mut pre = Preflight::new(ignore, &j["nodeRegistration"]);
+    pre.dir_available(&format!("{}/manifests", K));
+    pre.file_available(&format!("{}/bootstrap-kubelet.conf", K));
+    let ca_path = j["caCertPath"].as_str().unwrap_or(CA);
+    if cp.is_null() {
+        pre.file_available(ca_path);
+    }
+    pre.finish()?;
+    // A control plane that has the cluster CA (kk copies it) checks the pinned hashes.
+    if !hashes.is_empty() && exists(CA) {
+        let want = format!("sha256:{}", ca_hash());
+        if !hashes.contains(&want.as_str()) {
+            return fail(format!(
+                "JoinConfiguration.discovery.bootstrapToken.caCertHashes: none is the hash of this node's cluster CA {} ({})",
+                CA, want
+            ));
+        }
+    }
     let ca = ensure_ca()?;
     let server = format!("https://{}", endpoint);
     let node = node_name(&j["nodeRegistration"]);
@@ -459,15 +581,30 @@ fn reset(call: &mut Call, args: Vec<String>) -> Res {
         "admin.conf",
         "super-admin.conf",
         "kubelet.conf",
+        "bootstrap-kubelet.conf",
         "controller-manager.conf",
         "scheduler.conf",
     ] {
         let _ = std::fs::remove_file(crate::host_path(&format!("{}/{}", K, f)));
     }
-    for f in [KUBELET_CONFIG, KUBELET_FLAGS] {
-        let _ = std::fs::remove_file(crate::host_path(f));
+    // As kubeadm: the contents of these directories go (a real etcd is never touched).
+    for d in [
+        "/etc/kubernetes/manifests",
+        "/var/lib/kubelet",
+        "/etc/kubernetes/pki",
+    ] {
+        if let Ok(entries) = std::fs::read_dir(crate::host_path(d)) {
+            for e in entries.flatten() {
+                let p = e.path();
+                let _ = if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
+            }
+        }
     }
-    println!("[reset] FAKE kubeadm: removed what init/join left");
+    println!("[reset] FAKE kubeadm: deleted the kubeconfigs and the contents of /etc/kubernetes/manifests, /var/lib/kubelet, /etc/kubernetes/pki");
     Ok(())
 }
 

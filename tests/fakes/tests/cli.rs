@@ -445,3 +445,150 @@ fn helm_checks_charts_and_values() {
     assert_eq!(last_up["files"]["/v.yaml"], "ipam: {mode: kubernetes}\n");
     assert!(last_up["files"]["/root/.kube/config"].is_string());
 }
+
+#[test]
+fn kubeadm_preflight_checks_that_need_no_api_server() {
+    // init with external etcd: its client certificate files must be there.
+    let f = Fake::new("v1.30.8");
+    let ext = INIT_V1BETA3.replace(
+        "controlPlaneEndpoint: lb.kubesphere.local\n",
+        "controlPlaneEndpoint: lb.kubesphere.local\netcd:\n  external:\n    endpoints: [https://10.0.0.1:2379]\n    caFile: /etc/kubernetes/pki/etcd/ca.crt\n    certFile: /etc/kubernetes/pki/etcd/client.crt\n    keyFile: /etc/kubernetes/pki/etcd/client.key\n",
+    );
+    f.write("/root/init.yaml", &ext);
+    let e = f.fails("kubeadm", &["init", "--config=/root/init.yaml"]);
+    assert!(
+        e.contains(
+            "[ERROR ExternalEtcdClientCertificates]: /etc/kubernetes/pki/etcd/ca.crt doesn't exist"
+        ),
+        "{}",
+        e
+    );
+    assert!(!f.path("/etc/kubernetes/admin.conf").exists());
+    for c in ["ca.crt", "client.crt", "client.key"] {
+        f.write(&format!("/etc/kubernetes/pki/etcd/{}", c), "x");
+    }
+    f.ok("kubeadm", &["init", "--config=/root/init.yaml"]);
+    let join = f.ok("kubeadm", &["token", "create", "--print-join-command"]);
+    let (token, hash) = (
+        join.split(' ').nth(4).unwrap(),
+        join.split(' ').nth(6).unwrap(),
+    );
+    let worker = format!("apiVersion: kubeadm.k8s.io/v1beta3\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken: {{apiServerEndpoint: 'lb.kubesphere.local:6443', token: {token}, caCertHashes: [{hash}]}}\n");
+
+    // A worker with a static pod already in /etc/kubernetes/manifests (haproxy) and a CA.
+    let w = Fake::new("v1.30.8");
+    w.write("/root/join.yaml", &worker);
+    w.write("/etc/kubernetes/manifests/haproxy.yaml", "kind: Pod\n");
+    w.write("/etc/kubernetes/pki/ca.crt", "x");
+    let e = w.fails(
+        "kubeadm",
+        &[
+            "join",
+            "--config=/root/join.yaml",
+            "--ignore-preflight-errors=ImagePull",
+        ],
+    );
+    assert!(e.contains("[ERROR DirAvailable--etc-kubernetes-manifests]: /etc/kubernetes/manifests is not empty"), "{}", e);
+    assert!(e.contains("[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists"), "{}", e);
+    std::fs::remove_file(w.path("/etc/kubernetes/pki/ca.crt")).unwrap();
+    w.ok(
+        "kubeadm",
+        &[
+            "join",
+            "--config=/root/join.yaml",
+            "--ignore-preflight-errors=dirAvailable--etc-kubernetes-manifests",
+        ],
+    );
+
+    // A control plane holding another CA than the cluster's: the pinned hash does not match.
+    let c = Fake::new("v1.30.8");
+    let cp = format!(
+        "{worker}controlPlane: {{certificateKey: {}}}\n",
+        "0".repeat(64)
+    );
+    c.write("/root/join.yaml", &cp);
+    c.write("/etc/kubernetes/pki/ca.crt", "another CA");
+    let e = c.fails("kubeadm", &["join", "--config=/root/join.yaml"]);
+    assert!(
+        e.contains("none is the hash of this node's cluster CA"),
+        "{}",
+        e
+    );
+    // The same CA as the init node's: accepted.
+    std::fs::copy(
+        f.path("/etc/kubernetes/pki/ca.crt"),
+        c.path("/etc/kubernetes/pki/ca.crt"),
+    )
+    .unwrap();
+    c.ok("kubeadm", &["join", "--config=/root/join.yaml"]);
+}
+
+#[test]
+fn the_discovery_hash_of_a_real_ca_is_its_public_keys() {
+    // kubeadm pins sha256 of the CA's SubjectPublicKeyInfo: with a real certificate the fake
+    // prints the hash `openssl` computes that way.
+    let f = Fake::new("v1.34.1");
+    let dir = tempfile::tempdir().unwrap();
+    let (key, crt) = (dir.path().join("ca.key"), dir.path().join("ca.crt"));
+    let st = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-subj",
+            "/CN=kubernetes",
+            "-days",
+            "1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    f.write(
+        "/etc/kubernetes/pki/ca.crt",
+        &std::fs::read_to_string(&crt).unwrap(),
+    );
+    f.write(
+        "/root/init.yaml",
+        &INIT_V1BETA3
+            .replace("v1.30.8", "v1.34.1")
+            .replace("v1beta3", "v1beta4")
+            .replace(
+                "kubeletExtraArgs: {node-ip: 10.0.0.1}",
+                "kubeletExtraArgs: [{name: node-ip, value: 10.0.0.1}]",
+            ),
+    );
+    f.ok("kubeadm", &["init", "--config=/root/init.yaml"]);
+    let join = f.ok("kubeadm", &["token", "create", "--print-join-command"]);
+    let spki = Command::new("sh")
+        .arg("-c")
+        .arg("openssl x509 -pubkey -noout -in \"$1\" | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1")
+        .arg("sh")
+        .arg(&crt)
+        .output()
+        .unwrap();
+    let want = String::from_utf8_lossy(&spki.stdout).trim().to_string();
+    assert_eq!(want.len(), 64);
+    assert!(
+        join.ends_with(&format!("sha256:{}", want)),
+        "{} vs {}",
+        join,
+        want
+    );
+    // kk's CA is kept as it was.
+    assert_eq!(
+        std::fs::read(f.path("/etc/kubernetes/pki/ca.crt")).unwrap(),
+        std::fs::read(&crt).unwrap()
+    );
+}
