@@ -238,7 +238,9 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
     // A malformed add-on list stops the run before anything is installed.
     p.file(
         "config.yaml",
-        &config("  addons:\n    - {name: Bad_Name, chart: {repo: https://charts.example.com}}\n"),
+        &config(
+            "  addons:\n    - {name: Bad_Name, chart: {repo: https://charts.example.com}}\n    - {name: nochart, chart: {path: addons/missing.tgz}}\n",
+        ),
     );
     let bad = kk(&p, &[]);
     assert_ne!(bad.code, 0, "{}", bad.describe());
@@ -249,6 +251,8 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
         "addons[0] (Bad_Name).name is \\\"Bad_Name\\\"",
         "chart.repo needs chart.name and chart.version",
         "chart.sha256",
+        "addons[1] (nochart).chart.path: ",
+        "/wd/kubekey/addons/missing.tgz does not exist on the controller",
     ] {
         assert!(msg.contains(want), "{want} in {msg}");
     }
