@@ -20,8 +20,10 @@
 //! a second run is changed=0 and calls neither `helm upgrade` nor `kubectl apply`.
 //! `every_cni_plugin_installs_its_chart` (two control planes, the init node listed second):
 //! cilium + spiderpool, flannel, kubeovn (both control planes labelled), hybridnet, none,
-//! only on the init node; a release helm refuses fails the run with helm's output and is
-//! installed by the next run.
+//! only on the init node, images through a private registry; a release helm refuses fails
+//! the run with helm's output and is installed by the next run.
+//! `download_plans_the_addon_charts` (controller only): role download's plan for the
+//! optional add-ons and for repository/URL add-on charts.
 
 mod common;
 
@@ -584,5 +586,88 @@ fn every_cni_plugin_installs_its_chart() {
             "ls /etc/kubernetes /var/lib/kk-fakes 2>&1 | grep -c 'No such file'"
         ),
         "2"
+    );
+}
+
+/// Role download's plan (templates/plan.json.j2, rendered on the controller alone): the
+/// optional add-ons' charts when enabled, a repository add-on chart at the path role addons
+/// reads, and a clear error for a chart without a sha256.
+#[test]
+fn download_plans_the_addon_charts() {
+    let p = Project::new();
+    let root = common::artifacts::repo();
+    std::os::unix::fs::symlink(root.join("roles"), p.path("roles")).unwrap();
+    p.file(
+        "plan.yaml",
+        &format!(
+            r#"- hosts: localhost
+  gather_facts: true
+  roles: [defaults]
+  tasks:
+    - include_vars: {{file: "{root}/builtin/artifacts.yaml", name: download_manifest}}
+    - include_vars: {{file: "{root}/roles/download/vars/main.yaml"}}
+    - name: plan
+      debug:
+        msg: "{{{{ lookup('template', '{root}/roles/download/templates/plan.json.j2') | from_json }}}}"
+"#,
+            root = root.display()
+        ),
+    );
+    p.file(
+        "inventory.yaml",
+        "kind: Inventory\nspec:\n  hosts:\n    localhost: {connector: {type: local}}\n  groups:\n    kube_control_plane: {hosts: [localhost]}\n    k8s_cluster: {groups: [kube_control_plane]}\n",
+    );
+    let sha_a = "a".repeat(64);
+    let sha_b = "b".repeat(64);
+    p.file(
+        "config.yaml",
+        &format!(
+            r#"kind: Config
+spec:
+  kubernetes: {{kube_version: v1.34.3}}
+  addons_builtin:
+    kubesphere: {{enabled: true}}
+    node_feature_discovery: {{enabled: true}}
+  addons:
+    - name: app
+      chart: {{repo: "https://charts.example.com/stable/", name: app, version: 2.0.0, sha256: "{sha_a}"}}
+    - name: unpinned
+      chart: {{url: "https://example.com/c/other-1.0.tgz?x=1"}}
+  download:
+    sha256: {{ks_core: "{sha_b}"}}
+"#
+        ),
+    );
+    let r = p.kk_flow(&["run", "plan.yaml"], &[]);
+    r.code(0);
+    let plan = r.msg("plan", "localhost");
+    let charts: Vec<&Value> = plan["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["dest"].as_str().unwrap().starts_with("addons/"))
+        .collect();
+    assert_eq!(
+        charts,
+        [
+            &serde_json::json!({"component": "ks_core", "version": "1.1.4", "arch": "all",
+                "url": "https://charts.kubesphere.io/main/ks-core-1.1.4.tgz",
+                "dest": "addons/ks-core/ks-core-1.1.4.tgz", "sha256": sha_b}),
+            &serde_json::json!({"component": "addon app", "version": "2.0.0", "arch": "all",
+                "url": "https://charts.example.com/stable/app-2.0.0.tgz",
+                "dest": "addons/app/app-2.0.0.tgz", "sha256": sha_a}),
+        ]
+    );
+    let errors = plan["errors"].to_string();
+    for want in [
+        "node_feature_discovery 0.17.3 (all): no sha256 is known",
+        "set download.sha256.node_feature_discovery",
+        "addons[1] (unpinned): chart https://example.com/c/other-1.0.tgz?x=1 has no sha256",
+    ] {
+        assert!(errors.contains(want), "{want} in {errors}");
+    }
+    assert!(
+        !errors.contains("kata_deploy"),
+        "kata is not enabled: {errors}"
     );
 }
