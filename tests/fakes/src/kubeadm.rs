@@ -6,16 +6,17 @@
 //! version ([`crate::kubeadm_api`]: v1beta3 below v1.31, v1beta4 from v1.31); init needs an
 //! InitConfiguration and a ClusterConfiguration whose kubernetesVersion kubeadm can deploy;
 //! join needs a bootstrap token with CA hashes (or unsafeSkipCAVerification) and, for a
-//! control plane, a 64-hex certificateKey; a node holding the cluster CA checks the hashes
-//! pin it. init and join refuse to run over what a previous one left (admin.conf,
+//! control plane, a 64-hex certificateKey; a control plane holding the cluster CA checks
+//! the hashes pin it. init and join refuse to run over what a previous one left (admin.conf,
 //! kubelet.conf: stricter than kubeadm, `--ignore-preflight-errors` does not lift that).
 //! kubeadm's own preflight checks that need no API server, by their names (ignorable with
 //! `--ignore-preflight-errors`/nodeRegistration.ignorePreflightErrors as in kubeadm): init —
 //! external etcd client certificate files exist (ExternalEtcdClientCertificates), a local
-//! etcd's data dir is empty (DirAvailable--var-lib-etcd); join — /etc/kubernetes/manifests is
-//! empty (DirAvailable--etc-kubernetes-manifests: static pods such as kube-vip or haproxy
-//! placed before the join make the real kubeadm fail), no bootstrap-kubelet.conf, and on a
-//! worker no /etc/kubernetes/pki/ca.crt (FileAvailable--etc-kubernetes-pki-ca.crt).
+//! etcd's data dir is empty (DirAvailable--var-lib-etcd), no kube-apiserver/controller-manager/
+//! scheduler/etcd static pod yet (other static pods, e.g. kube-vip, are fine); join — no
+//! bootstrap-kubelet.conf, on a worker no /etc/kubernetes/pki/ca.crt
+//! (FileAvailable--etc-kubernetes-pki-ca.crt), on a control plane no control-plane static
+//! pod yet.
 //! Leaves: the kubeconfigs under /etc/kubernetes, /var/lib/kubelet/config.yaml and
 //! kubeadm-flags.env, pki/ca.crt when absent (kk's CA is kept), then restarts the kubelet
 //! unit as kubeadm's kubelet-start phase does and checks it stays up. Nothing else: no
@@ -148,6 +149,19 @@ impl Preflight {
         self.check(&name, exists(path), format!("{} already exists", path));
     }
 
+    /// FileAvailable for the control plane's static pods (kubeadm writes them; other
+    /// static pods in /etc/kubernetes/manifests, e.g. kube-vip, are fine since v1.23).
+    fn control_plane_manifests(&mut self) {
+        for c in [
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "etcd",
+        ] {
+            self.file_available(&format!("{}/manifests/{}.yaml", K, c));
+        }
+    }
+
     /// DirAvailable-<path>: the directory must be absent or empty.
     fn dir_available(&mut self, path: &str) {
         let full = crate::host_path(path);
@@ -208,6 +222,7 @@ fn init(call: &mut Call, mut args: Vec<String>) -> Res {
     check_kubernetes_version(call, cluster)?;
     preflight_file(ADMIN)?;
     let mut pre = Preflight::new(ignore, &init["nodeRegistration"]);
+    pre.control_plane_manifests();
     let external = &cluster["etcd"]["external"];
     if external.is_null() {
         let dir = cluster["etcd"]["local"]["dataDir"]
@@ -519,19 +534,21 @@ fn join(call: &mut Call, mut args: Vec<String>) -> Res {
     if !cp.is_null() && !cp["certificateKey"].as_str().is_some_and(is_hex64) {
         return fail("JoinConfiguration.controlPlane.certificateKey: a control-plane join needs the 64-hex key of `kubeadm init phase upload-certs`");
     }
-    // kubeadm's join preflight (RunJoinNodeChecks): no static pods yet, no kubelet
-    // kubeconfigs, and on a worker no CA certificate (kubeadm fetches it).
+    // kubeadm's join preflight (RunJoinNodeChecks, and RunInitNodeChecks for a control
+    // plane): no kubelet kubeconfigs; on a worker no CA certificate (kubeadm fetches it); on
+    // a control plane none of the static pods kubeadm writes.
     preflight_file(KUBELET_CONF)?;
     let mut pre = Preflight::new(ignore, &j["nodeRegistration"]);
-    pre.dir_available(&format!("{}/manifests", K));
     pre.file_available(&format!("{}/bootstrap-kubelet.conf", K));
     let ca_path = j["caCertPath"].as_str().unwrap_or(CA);
     if cp.is_null() {
         pre.file_available(ca_path);
+    } else {
+        pre.control_plane_manifests();
     }
     pre.finish()?;
-    // A control plane that has the cluster CA (kk copies it) checks the pinned hashes.
-    if !hashes.is_empty() && exists(CA) {
+    // A control plane that holds the cluster CA (kk copies it there) checks the pins.
+    if !cp.is_null() && !hashes.is_empty() && exists(CA) {
         let want = format!("sha256:{}", ca_hash());
         if !hashes.contains(&want.as_str()) {
             return fail(format!(

@@ -475,7 +475,7 @@ fn kubeadm_preflight_checks_that_need_no_api_server() {
     );
     let worker = format!("apiVersion: kubeadm.k8s.io/v1beta3\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken: {{apiServerEndpoint: 'lb.kubesphere.local:6443', token: {token}, caCertHashes: [{hash}]}}\n");
 
-    // A worker with a static pod already in /etc/kubernetes/manifests (haproxy) and a CA.
+    // A worker with a CA: refused (kubeadm fetches it); its haproxy static pod is fine.
     let w = Fake::new("v1.30.8");
     w.write("/root/join.yaml", &worker);
     w.write("/etc/kubernetes/manifests/haproxy.yaml", "kind: Pod\n");
@@ -488,15 +488,17 @@ fn kubeadm_preflight_checks_that_need_no_api_server() {
             "--ignore-preflight-errors=ImagePull",
         ],
     );
-    assert!(e.contains("[ERROR DirAvailable--etc-kubernetes-manifests]: /etc/kubernetes/manifests is not empty"), "{}", e);
-    assert!(e.contains("[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists"), "{}", e);
-    std::fs::remove_file(w.path("/etc/kubernetes/pki/ca.crt")).unwrap();
+    assert!(
+        e.contains("[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists"),
+        "{}",
+        e
+    );
     w.ok(
         "kubeadm",
         &[
             "join",
             "--config=/root/join.yaml",
-            "--ignore-preflight-errors=dirAvailable--etc-kubernetes-manifests",
+            "--ignore-preflight-errors=fileAvailable--etc-kubernetes-pki-ca.crt",
         ],
     );
 
@@ -508,6 +510,15 @@ fn kubeadm_preflight_checks_that_need_no_api_server() {
     );
     c.write("/root/join.yaml", &cp);
     c.write("/etc/kubernetes/pki/ca.crt", "another CA");
+    c.write("/etc/kubernetes/manifests/kube-vip.yaml", "kind: Pod\n");
+    c.write("/etc/kubernetes/manifests/etcd.yaml", "kind: Pod\n");
+    let e = c.fails("kubeadm", &["join", "--config=/root/join.yaml"]);
+    assert!(
+        e.contains("[ERROR FileAvailable--etc-kubernetes-manifests-etcd.yaml]"),
+        "{}",
+        e
+    );
+    std::fs::remove_file(c.path("/etc/kubernetes/manifests/etcd.yaml")).unwrap();
     let e = c.fails("kubeadm", &["join", "--config=/root/join.yaml"]);
     assert!(
         e.contains("none is the hash of this node's cluster CA"),
