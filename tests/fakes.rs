@@ -8,7 +8,7 @@
 mod common;
 
 use common::fakes::{calls, fake_chart, install_kube, journal, push};
-use common::validate::{haproxy_check, kubernetes_validate, systemd_verify};
+use common::validate::{haproxy_check, kubeadm_config, kubernetes_validate, systemd_verify};
 use testbed::TestBed;
 
 const KUBE: &str = "v1.34.1";
@@ -330,4 +330,25 @@ fn haproxy_check_runs_the_real_haproxy() {
     // A warning (httplog on a tcp frontend) is a finding too.
     let e = haproxy_check(&cfg.replace("  option tcplog\n", "  option httplog\n")).unwrap_err();
     assert!(e.contains("[WARNING]"), "{}", e);
+}
+
+#[test]
+fn kubeadm_config_checks_fields_against_the_versions_api() {
+    let cfg = init_config("10.0.0.1");
+    assert_eq!(
+        kubeadm_config(KUBE, &cfg).unwrap(),
+        [
+            "InitConfiguration",
+            "ClusterConfiguration",
+            "KubeletConfiguration"
+        ]
+    );
+    let errs = kubeadm_config("v1.30.8", &cfg).unwrap_err();
+    assert!(
+        errs[0].starts_with("InitConfiguration.apiVersion:"),
+        "{:?}",
+        errs
+    );
+    let errs = kubeadm_config(KUBE, &cfg.replace("cgroupDriver", "cgroupDrivr")).unwrap_err();
+    assert_eq!(errs, ["KubeletConfiguration.cgroupDrivr: unknown field"]);
 }

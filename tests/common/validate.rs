@@ -181,3 +181,25 @@ pub fn systemd_verify(bed: &testbed::TestBed, i: usize, units: &[&str]) -> Resul
         ))
     }
 }
+
+/// Checks a kubeadm config file (multi-document) field by field against kubeadm's
+/// documented API for `k8s_version` (v1beta3 below v1.31, v1beta4 from v1.31; plus
+/// KubeletConfiguration and KubeProxyConfiguration): unknown fields, wrong scalar types and
+/// the wrong apiVersion are errors naming the field's path. The kinds found, in order.
+pub fn kubeadm_config(k8s_version: &str, yaml_text: &str) -> Result<Vec<String>, Vec<String>> {
+    kk_fakes::kubeadm_api::check_documents(k8s_version, yaml_text)
+        .map(|docs| docs.into_iter().map(|(kind, _)| kind).collect())
+}
+
+/// [`kubeadm_config`] that must pass; panics naming `what` and every error.
+pub fn assert_kubeadm_config(k8s_version: &str, what: &str, yaml_text: &str) -> Vec<String> {
+    kubeadm_config(k8s_version, yaml_text).unwrap_or_else(|errs| {
+        panic!(
+            "{} is not a valid kubeadm config for {}:\n  {}\n--- text\n{}",
+            what,
+            k8s_version,
+            errs.join("\n  "),
+            yaml_text
+        )
+    })
+}
