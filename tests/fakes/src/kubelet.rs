@@ -1,7 +1,8 @@
 //! FAKE kubelet (stands in for the real kubelet, which would need a working container
 //! runtime and API server): `kubelet --version`, and the service itself.
 //!
-//! Checks, as the service (any other arguments): `--config=<file>` exists and is a
+//! Checks, as the service (any other arguments): no flag removed before v1.28
+//! (`--network-plugin`, `--container-runtime`, klog's `--logtostderr`…); `--config=<file>` exists and is a
 //! KubeletConfiguration whose every field is known ([`crate::kubeadm_api`]) — else exit 1,
 //! as the real one crash-loops until kubeadm wrote it — and a `--kubeconfig` or
 //! `--bootstrap-kubeconfig` that exists. Then it journals the call and sleeps until killed.
@@ -9,13 +10,49 @@
 
 use crate::{fail, kubeadm_api, Call, Res};
 
+/// kubelet flags removed before v1.28: dockershim's (v1.24), klog's (v1.26),
+/// `--container-runtime` (v1.27).
+const REMOVED_FLAGS: &[&str] = &[
+    "network-plugin",
+    "network-plugin-mtu",
+    "cni-bin-dir",
+    "cni-conf-dir",
+    "cni-cache-dir",
+    "docker-endpoint",
+    "image-pull-progress-deadline",
+    "experimental-dockershim-root-directory",
+    "dynamic-config-dir",
+    "logtostderr",
+    "alsologtostderr",
+    "log-dir",
+    "log-file",
+    "log-file-max-size",
+    "one-output",
+    "skip-headers",
+    "skip-log-headers",
+    "add-dir-header",
+    "stderrthreshold",
+    "container-runtime",
+];
+
 pub fn run(call: &mut Call) -> Res {
     if call.args == ["--version"] {
         println!("Kubernetes {}", call.version);
         return Ok(());
     }
-    if call.args.is_empty() || call.args.iter().any(|a| !a.starts_with('-')) {
+    if !call.args.first().is_some_and(|a| a.starts_with('-')) {
         return call.unsupported();
+    }
+    // Flags the kubelet no longer has in any version kk installs (v1.28+): the real one
+    // exits at once on them.
+    for a in &call.args {
+        let name = a.trim_start_matches('-').split('=').next().unwrap_or("");
+        if a.starts_with("--") && REMOVED_FLAGS.contains(&name) {
+            return fail(format!(
+                "failed to parse kubelet flag: unknown flag: --{} (removed before Kubernetes v1.28)",
+                name
+            ));
+        }
     }
     let flag = |name: &str| -> Option<String> {
         let eq = format!("--{}=", name);

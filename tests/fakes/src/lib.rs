@@ -318,6 +318,14 @@ pub fn main_with(argv: Vec<String>) -> i32 {
     let result = if call.version.is_empty() {
         fail("no KK-FAKE-VERSION= trailer at the end of the binary (the test appends it)")
     } else {
+        // Calls that read and write the host's state run one at a time, as kk may run several
+        // kubectl calls on one host at once (tasks delegated to the init node for every node):
+        // the real tools get that from the API server. The long-running kubelet takes no lock.
+        let _lock = if tool == "kubelet" {
+            None
+        } else {
+            state_lock()
+        };
         match tool.as_str() {
             "kubeadm" => kubeadm::run(&mut call),
             "kubelet" => kubelet::run(&mut call),
@@ -335,6 +343,21 @@ pub fn main_with(argv: Vec<String>) -> i32 {
     }
     journal(&call, code, error.as_deref());
     code
+}
+
+/// An exclusive lock on `/var/lib/kk-fakes/.lock`, held until the returned file is dropped
+/// (None when the directory cannot be made: the call then runs unlocked).
+fn state_lock() -> Option<std::fs::File> {
+    let path = host_path(&format!("{}/.lock", STATE_DIR));
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .ok()?;
+    f.lock().ok()?;
+    Some(f)
 }
 
 /// Appends the call's line to the journal (best effort: a journal that cannot be written

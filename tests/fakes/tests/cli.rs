@@ -238,6 +238,10 @@ fn kubelet_needs_its_config_and_a_kubeconfig() {
     let e = f.fails("kubelet", &args);
     assert!(e.contains("neither --kubeconfig"), "{}", e);
     assert_eq!(f.ok("kubelet", &["--version"]), "Kubernetes v1.34.1");
+    let mut old_flags = args.to_vec();
+    old_flags.push("--container-runtime=remote");
+    let e = f.fails("kubelet", &old_flags);
+    assert!(e.contains("unknown flag: --container-runtime"), "{}", e);
     // With its files it would run until stopped: not run here.
 }
 
