@@ -1,5 +1,6 @@
 //! FAKE helm (stands in for helm 3, which needs an API server to install anything):
-//! `version --short|--template {{.Version}}`, `upgrade --install`, `status`,
+//! `version --short|--template {{.Version}}`, `upgrade --install` (a chart archive, or a
+//! chart name with `--repo <url> [--version v]`, recorded without fetching), `status`,
 //! `get values -o json`, `list -A -o json`.
 //!
 //! Checks: a kubeconfig that exists (as kubectl's fake); the chart is a gzip tar holding
@@ -116,6 +117,8 @@ fn upgrade(call: &mut Call, mut args: Vec<String>, ns: &str, state: &mut Value) 
     let files = take_all(&mut args, "--values", Some("-f"))?;
     let sets = take_all(&mut args, "--set", None)?;
     let set_strings = take_all(&mut args, "--set-string", None)?;
+    let repo = take_flag(&mut args, "--repo", None)?;
+    let chart_version = take_flag(&mut args, "--version", None)?;
     let [name, chart_path] = args.as_slice() else {
         return call.unsupported();
     };
@@ -123,7 +126,36 @@ fn upgrade(call: &mut Call, mut args: Vec<String>, ns: &str, state: &mut Value) 
     if name.starts_with('-') || chart_path.starts_with('-') {
         return call.unsupported();
     }
-    let chart = read_chart(&chart_path)?;
+    let chart = match &repo {
+        // From a chart repository: nothing to fetch offline; the chart is taken as named.
+        Some(url) => {
+            if !(url.starts_with("https://")
+                || url.starts_with("http://")
+                || url.starts_with("oci://"))
+            {
+                return fail(format!(
+                    "Error: invalid --repo {:?}: not an http(s)/oci URL",
+                    url
+                ));
+            }
+            if chart_path.contains('/') {
+                return fail(format!(
+                    "Error: with --repo the chart is a name, not {:?}",
+                    chart_path
+                ));
+            }
+            Chart {
+                name: chart_path.clone(),
+                version: chart_version.clone().unwrap_or_else(|| "latest".into()),
+                app_version: Value::Null,
+                sha256: format!("FAKE helm: from {} (not fetched)", url),
+            }
+        }
+        None if chart_version.is_some() => {
+            return fail("Error: --version applies to a chart from a repository (--repo)");
+        }
+        None => read_chart(&chart_path)?,
+    };
     let mut values = Value::Object(Map::new());
     for f in &files {
         let text = call.read_input(f)?;

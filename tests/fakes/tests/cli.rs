@@ -434,6 +434,37 @@ fn helm_checks_charts_and_values() {
     let list: Value = serde_json::from_str(&f.ok("helm", &["list", "-A", "-o", "json"])).unwrap();
     assert_eq!(list[0]["chart"], "cilium-1.18.1");
     assert_eq!(f.ok("helm", &["version", "--short"]), "v3.18.5+g0000000");
+    f.ok(
+        "helm",
+        &[
+            "upgrade",
+            "--install",
+            "nfd",
+            "node-feature-discovery",
+            "--repo",
+            "https://kubernetes-sigs.github.io/node-feature-discovery/charts",
+            "--version",
+            "0.17.3",
+            "-n",
+            "nfd",
+            "--create-namespace",
+        ],
+    );
+    let list: Value = serde_json::from_str(&f.ok("helm", &["list", "-A", "-o", "json"])).unwrap();
+    assert_eq!(list[1]["chart"], "node-feature-discovery-0.17.3");
+    assert!(f
+        .fails(
+            "helm",
+            &[
+                "upgrade",
+                "--install",
+                "x",
+                "/charts/cilium.tgz",
+                "--version",
+                "1"
+            ]
+        )
+        .contains("--repo"));
     assert!(f
         .fails("helm", &["status", "calico", "-n", "kube-system"])
         .contains("release: not found"));
@@ -444,7 +475,7 @@ fn helm_checks_charts_and_values() {
     let j = f.journal();
     let last_up = j
         .iter()
-        .rfind(|e| e["tool"] == "helm" && e["args"][0] == "upgrade")
+        .rfind(|e| e["tool"] == "helm" && e["args"][2] == "cilium" && e["exit"] == 0)
         .unwrap();
     assert_eq!(last_up["files"]["/v.yaml"], "ipam: {mode: kubernetes}\n");
     assert!(last_up["files"]["/root/.kube/config"].is_string());
