@@ -475,7 +475,7 @@ fn helm_checks_charts_and_values() {
     let j = f.journal();
     let last_up = j
         .iter()
-        .rfind(|e| e["tool"] == "helm" && e["args"][2] == "cilium" && e["exit"] == 0)
+        .rfind(|e| e["args"][0] == "upgrade" && e["args"][2] == "cilium" && e["exit"] == 0)
         .unwrap();
     assert_eq!(last_up["files"]["/v.yaml"], "ipam: {mode: kubernetes}\n");
     assert!(last_up["files"]["/root/.kube/config"].is_string());
