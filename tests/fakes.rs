@@ -8,7 +8,9 @@
 mod common;
 
 use common::fakes::{calls, fake_chart, install_kube, journal, push};
-use common::validate::{haproxy_check, kubeadm_config, kubernetes_validate, systemd_verify};
+use common::validate::{
+    haproxy_check, kubeadm_config, kubernetes_validate, systemd_verify, systemd_verify_files,
+};
 use testbed::TestBed;
 
 const KUBE: &str = "v1.34.1";
@@ -97,6 +99,30 @@ fn fakes_on_a_test_host_check_record_and_leave_what_the_flow_reads() {
     ] {
         assert!(e.contains(finding), "{}", e);
     }
+
+    // Rendered files not installed: a drop-in beside its unit is read with it.
+    systemd_verify_files(
+        &bed,
+        0,
+        &[
+            ("kubelet.service", KUBELET_UNIT),
+            ("kubelet.service.d/10-kubeadm.conf", KUBELET_DROPIN),
+        ],
+    )
+    .unwrap();
+    let e = systemd_verify_files(
+        &bed,
+        0,
+        &[
+            ("kubelet.service", KUBELET_UNIT),
+            (
+                "kubelet.service.d/10-kubeadm.conf",
+                &KUBELET_DROPIN.replace("EnvironmentFile=", "EnvironmentFil="),
+            ),
+        ],
+    )
+    .unwrap_err();
+    assert!(e.contains("Unknown key 'EnvironmentFil'"), "{}", e);
 
     // Versions.
     assert_eq!(ok(&bed, "kubeadm version -o short"), KUBE);

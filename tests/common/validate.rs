@@ -203,3 +203,30 @@ pub fn assert_kubeadm_config(k8s_version: &str, what: &str, yaml_text: &str) -> 
         )
     })
 }
+
+/// [`systemd_verify`] of rendered unit files that are not installed: writes `files`
+/// (`(relative path, content)`, e.g. `("kubelet.service", …)` and
+/// `("kubelet.service.d/10-kubeadm.conf", …)`: drop-ins beside a unit are read with it) into
+/// a scratch directory on host `i`, verifies every unit at its top level, removes it.
+pub fn systemd_verify_files(
+    bed: &testbed::TestBed,
+    i: usize,
+    files: &[(&str, &str)],
+) -> Result<(), String> {
+    let dir = format!("/tmp/kk-verify-{}", std::process::id());
+    let local = tempfile::tempdir().unwrap();
+    for (k, (rel, content)) in files.iter().enumerate() {
+        let f = local.path().join(k.to_string());
+        std::fs::write(&f, content).unwrap();
+        super::fakes::push(bed, i, &f, &format!("{}/{}", dir, rel), "644");
+    }
+    let units: Vec<String> = files
+        .iter()
+        .filter(|(rel, _)| !rel.contains('/'))
+        .map(|(rel, _)| format!("{}/{}", dir, rel))
+        .collect();
+    let refs: Vec<&str> = units.iter().map(String::as_str).collect();
+    let r = systemd_verify(bed, i, &refs);
+    let _ = bed.exec(i, &format!("rm -rf {}", dir));
+    r
+}
