@@ -1,5 +1,6 @@
 //! FAKE kubeadm (stands in for the real kubeadm, which needs a container runtime running
-//! an API server): `version -o short`, `init`, `init phase upload-certs|upload-config`,
+//! an API server): `version -o short`, `init`, `init phase upload-certs|upload-config
+//! kubeadm|control-plane apiserver`,
 //! `token create --print-join-command`, `join`, `certs renew all`, `reset -f`.
 //!
 //! Checks: every config it is given, field by field against kubeadm's API of its own
@@ -19,8 +20,10 @@
 //! pod yet.
 //! Leaves: the kubeconfigs under /etc/kubernetes, /var/lib/kubelet/config.yaml and
 //! kubeadm-flags.env, pki/ca.crt when absent (kk's CA is kept), then restarts the kubelet
-//! unit as kubeadm's kubelet-start phase does and checks it stays up. Nothing else: no
-//! static pod manifests, no certificates beyond ca.crt.
+//! unit as kubeadm's kubelet-start phase does and checks it stays up; init and upload-config
+//! keep the ClusterConfiguration as the kubeadm-config ConfigMap in this host's fake cluster
+//! state (the FAKE kubectl reads it there). Nothing else: no static pod manifests, no
+//! certificates beyond ca.crt.
 
 use base64::Engine;
 use serde_yaml::Value;
@@ -55,6 +58,18 @@ pub fn run(call: &mut Call) -> Res {
             if args.get(3).map(String::as_str) == Some("kubeadm") =>
         {
             upload_config(call, args[4..].to_vec())
+        }
+        ["init", "phase", "control-plane"]
+            if args.get(3).map(String::as_str) == Some("apiserver") =>
+        {
+            let mut rest = args[4..].to_vec();
+            let docs = config(call, &mut rest)?;
+            if !rest.is_empty() || doc(&docs, "ClusterConfiguration").is_none() {
+                return call.unsupported();
+            }
+            need_cluster(ADMIN)?;
+            println!("[control-plane] FAKE kubeadm: kube-apiserver's static pod would be rewritten (nothing written)");
+            Ok(())
         }
         ["init", "phase", ..] => call.unsupported(),
         ["init", ..] => init(call, args[1..].to_vec()),
@@ -282,6 +297,7 @@ fn init(call: &mut Call, mut args: Vec<String>) -> Res {
         doc(&docs, "KubeletConfiguration"),
         &init["nodeRegistration"],
     )?;
+    store_kubeadm_config(cluster)?;
     start_kubelet(&skip)?;
     println!(
         "[init] FAKE kubeadm {}: control plane initialised at {}",
@@ -418,12 +434,26 @@ fn upload_certs(call: &mut Call, mut args: Vec<String>) -> Res {
     Ok(())
 }
 
+/// kubeadm's upload-config: the ClusterConfiguration into the kubeadm-config ConfigMap (of
+/// this host's fake cluster state).
+fn store_kubeadm_config(cluster: &Value) -> Res {
+    crate::kubectl::put_configmap(
+        "kube-system",
+        "kubeadm-config",
+        serde_json::json!({"ClusterConfiguration": serde_yaml::to_string(cluster).unwrap()}),
+    )
+}
+
 fn upload_config(call: &mut Call, mut args: Vec<String>) -> Res {
-    config(call, &mut args)?;
+    let docs = config(call, &mut args)?;
     if !args.is_empty() {
         return call.unsupported();
     }
     need_cluster(ADMIN)?;
+    let Some(cluster) = doc(&docs, "ClusterConfiguration") else {
+        return fail("upload-config kubeadm needs a ClusterConfiguration in --config");
+    };
+    store_kubeadm_config(cluster)?;
     println!("[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace");
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! FAKE kubectl (stands in for kubectl talking to an API server, which the test hosts
 //! cannot run): `version --client`, `apply -f`, `label`, `taint`, `get node -o json`,
+//! `get configmap -o json|jsonpath={.data.<key>}`,
 //! `delete`, `rollout restart deployment`, `create namespace`.
 //!
 //! Checks: a kubeconfig (`--kubeconfig`, `KUBECONFIG` or /root/.kube/config) that exists
@@ -21,7 +22,7 @@ pub fn cluster_state() -> Value {
         s["namespaces"] =
             json!({"default": {}, "kube-system": {}, "kube-public": {}, "kube-node-lease": {}});
     }
-    for k in ["nodes", "objects", "releases"] {
+    for k in ["nodes", "objects", "releases", "configmaps"] {
         if s[k].is_null() {
             s[k] = json!({});
         }
@@ -86,7 +87,7 @@ pub fn run(call: &mut Call) -> Res {
         "apply" => apply(call, &mut args, &ns, &mut state)?,
         "label" => label(call, &mut args, &mut state)?,
         "taint" => taint(call, &mut args, &mut state)?,
-        "get" => return get(call, &mut args, &state),
+        "get" => return get(call, &mut args, &ns, &state),
         "delete" => delete(call, &mut args, &ns, &mut state)?,
         "rollout" => {
             if args.len() != 4
@@ -167,6 +168,9 @@ fn apply(call: &mut Call, args: &mut Vec<String>, ns: &str, state: &mut Value) -
             Some(_) => "configured",
         };
         state["objects"][&key] = json!(digest);
+        if kind == "ConfigMap" {
+            state["configmaps"][format!("{}/{}", obj_ns, name)] = doc["data"].clone();
+        }
         if kind == "Namespace" && state["namespaces"][name].is_null() {
             state["namespaces"][name] = json!({});
         }
@@ -331,8 +335,45 @@ fn taint(call: &mut Call, args: &mut Vec<String>, state: &mut Value) -> Res {
     Ok(())
 }
 
-fn get(call: &mut Call, args: &mut Vec<String>, state: &Value) -> Res {
+/// Stores a ConfigMap's data in the fake cluster state (kubeadm's kubeadm-config).
+pub fn put_configmap(ns: &str, name: &str, data: Value) -> Res {
+    let mut state = cluster_state();
+    state["configmaps"][format!("{}/{}", ns, name)] = data;
+    save_state("cluster", &state)
+}
+
+/// `get configmap <name> -n <ns> -o json|jsonpath={.data.<key>}` (only what this host's
+/// fake cluster state holds: applied ConfigMaps, and kubeadm-config where kubeadm init or
+/// upload-config ran).
+fn get_configmap(call: &Call, name: &str, ns: &str, out: Option<&str>, state: &Value) -> Res {
+    let data = &state["configmaps"][format!("{}/{}", ns, name)];
+    if data.is_null() {
+        return fail(format!(
+            "Error from server (NotFound): configmaps \"{}\" not found (FAKE kubectl: only ConfigMaps applied or uploaded on this host are known)",
+            name
+        ));
+    }
+    match out {
+        Some("json") => println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": ns}, "data": data}))
+            .unwrap()
+        ),
+        Some(o) if o.starts_with("jsonpath={.data.") && o.ends_with('}') => {
+            let key = &o["jsonpath={.data.".len()..o.len() - 1];
+            print!("{}", data[key].as_str().unwrap_or(""));
+        }
+        _ => return call.unsupported(),
+    }
+    Ok(())
+}
+
+fn get(call: &mut Call, args: &mut Vec<String>, ns: &str, state: &Value) -> Res {
     let out = take_flag(args, "--output", Some("-o"))?;
+    if args.len() == 3 && ["configmap", "configmaps", "cm"].contains(&args[1].as_str()) {
+        return get_configmap(call, &args[2], ns, out.as_deref(), state);
+    }
     if args.len() != 3
         || !["node", "nodes", "no"].contains(&args[1].as_str())
         || out.as_deref() != Some("json")

@@ -147,6 +147,72 @@ fn kubeadm_init_then_join_config_checks() {
         &["token", "create", "--print-join-command", "--ttl", "2 days"],
     );
     assert!(e.contains("not a duration"), "{}", e);
+    // The ClusterConfiguration is in the kubeadm-config ConfigMap, for kubectl.
+    f.write(
+        "/root/.kube/config",
+        &std::fs::read_to_string(f.path("/etc/kubernetes/admin.conf")).unwrap(),
+    );
+    let cc = f.ok(
+        "kubectl",
+        &[
+            "-n",
+            "kube-system",
+            "get",
+            "configmap",
+            "kubeadm-config",
+            "-o",
+            "jsonpath={.data.ClusterConfiguration}",
+        ],
+    );
+    assert!(
+        cc.contains("controlPlaneEndpoint: lb.kubesphere.local"),
+        "{}",
+        cc
+    );
+    f.write(
+        "/root/up.yaml",
+        &INIT_V1BETA3.replace("lb.kubesphere.local", "lb2.example"),
+    );
+    f.ok(
+        "kubeadm",
+        &[
+            "init",
+            "phase",
+            "upload-config",
+            "kubeadm",
+            "--config=/root/up.yaml",
+        ],
+    );
+    f.ok(
+        "kubeadm",
+        &[
+            "init",
+            "phase",
+            "control-plane",
+            "apiserver",
+            "--config=/root/up.yaml",
+        ],
+    );
+    let cm: Value = serde_json::from_str(&f.ok(
+        "kubectl",
+        &[
+            "get",
+            "cm",
+            "kubeadm-config",
+            "-n",
+            "kube-system",
+            "-o",
+            "json",
+        ],
+    ))
+    .unwrap();
+    assert!(cm["data"]["ClusterConfiguration"]
+        .as_str()
+        .unwrap()
+        .contains("lb2.example"));
+    assert!(f
+        .fails("kubectl", &["get", "configmap", "nothere", "-o", "json"])
+        .contains("NotFound"));
 
     // Join on a second "host".
     let g = Fake::new("v1.30.8");
