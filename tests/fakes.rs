@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::fakes::{calls, fake_chart, install_kube, journal, push};
+use common::fakes::{calls, cluster_state, fake_chart, install_kube, journal, push};
 use common::validate::{
     haproxy_check, kubeadm_config, kubernetes_validate, systemd_verify, systemd_verify_files,
 };
@@ -320,6 +320,19 @@ fn fakes_on_a_test_host_check_record_and_leave_what_the_flow_reads() {
     assert_eq!(installs.len(), 3);
     assert!(installs[1]["files"]["/root/values.yaml"].is_string());
     assert_eq!(calls(&j, "kubeadm", &["join"]).len(), 2);
+    // The fake cluster state: the release with its merged values, the node's labels.
+    let st = cluster_state(&bed, 0);
+    let rel = &st["releases"]["tigera-operator/calico"];
+    assert_eq!(rel["chart"], "tigera-operator-3.31.3");
+    assert_eq!(rel["revision"], 2);
+    assert_eq!(
+        rel["values"]["installation"]["calicoNetwork"]["bgp"],
+        "Disabled"
+    );
+    assert_eq!(
+        st["nodes"]["node1"]["labels"]["node-role.kubernetes.io/worker"],
+        ""
+    );
 }
 
 #[test]

@@ -309,6 +309,28 @@ pub fn journal(bed: &testbed::TestBed, i: usize) -> Vec<Value> {
         .collect()
 }
 
+/// The fake cluster's state on host `i` (read without SSH; `{}` when none): `releases`
+/// (`"<ns>/<name>"` → `{chart, chart_sha256, values (merged user values, as JSON),
+/// revision, …}`), `nodes` (`<name>` → `{labels, taints}`), `namespaces`, `objects`
+/// (`"<kind>/<ns>/<name>"` → digest of what kubectl applied), `configmaps`. Only what the
+/// fakes ran on that host: kk runs kubectl/helm on the init node.
+pub fn cluster_state(bed: &testbed::TestBed, i: usize) -> Value {
+    let out = bed
+        .exec(
+            i,
+            "cat /var/lib/kk-fakes/cluster.json 2>/dev/null || echo '{}'",
+        )
+        .unwrap_or_else(|e| panic!("reading the fake cluster state of host {}: {}", i, e));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "bad fake cluster state on host {}: {}: {}",
+            i,
+            e,
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
 /// The journal entries of `tool` whose args start with `prefix` (e.g. `("kubeadm", &["join"])`).
 pub fn calls<'a>(journal: &'a [Value], tool: &str, prefix: &[&str]) -> Vec<&'a Value> {
     journal
