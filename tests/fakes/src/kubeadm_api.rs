@@ -10,10 +10,12 @@
 //! "kube-proxy Configuration (v1alpha1)" pages).
 //!
 //! It checks: every field is known (an unknown one fails with its path, e.g.
-//! `ClusterConfiguration.apiServer.extraArgz: unknown field`), scalars have the Go field's
-//! JSON type (a number where kubeadm wants a string fails, as the real decoder does), the
-//! kubeadm apiVersion is the one of that Kubernetes version. It leaves value semantics
-//! (CIDRs, durations) alone. The kubelet and kube-proxy tables are the union over
+//! `ClusterConfiguration.apiServer.extraArgz: unknown field` — stricter than kubeadm, whose
+//! strict decoding only warns and then ignores the field, which is how a misspelt field gets
+//! lost), scalars have the Go field's JSON type (a number where kubeadm wants a string fails,
+//! as the real decoder does), the kubeadm apiVersion is the one kk uses for that Kubernetes
+//! version (kubeadm v1.31+ still reads v1beta3, deprecated; kk must not write it). It leaves
+//! value semantics (CIDRs, durations) alone. The kubelet and kube-proxy tables are the union over
 //! v1.28–v1.34 (a field newer than the configured version is not caught).
 //!
 //! Table syntax, one type per line: `Type: field:type …` where type is `s` string, `i`
