@@ -22,8 +22,8 @@ pub const JOURNAL: &str = "/var/lib/kk-fakes/journal.jsonl";
 
 /// The `kube-fake` binary, built once per test process with
 /// `cargo build -p kk-fakes --bin kube-fake --target-dir target/fakes` (cargo test does not
-/// build another package's binaries). A cold build (its dependencies included) takes 12–25 s
-/// on this 2-core machine depending on load; afterwards it is a no-op check under a second.
+/// build another package's binaries). A cold build (its dependencies included) takes 12 s
+/// on this 2-core machine when idle, 24–30 s while other builds run; afterwards it is a no-op check under a second.
 pub fn kube_fake_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
