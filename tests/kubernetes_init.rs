@@ -31,17 +31,19 @@ const HELM: &str = "v3.13.3";
 const CNI_PLUGINS: &str = "v1.9.1";
 
 /// node2 is listed first in kube_control_plane, so it is init_kubernetes_node; node1 joins
-/// as a control plane, node3 as a worker with its own label and taint (host vars).
-fn inventory(bed: &TestBed) -> String {
+/// as a control plane, node3 (with `worker`) as a worker with its own label and taint (host
+/// vars).
+fn inventory(bed: &TestBed, worker: bool) -> String {
     let mut s = common::bed_inventory_hosts(bed, &NAMES);
     s = s.replacen(
         "    node3:\n",
         "    node3:\n      kubernetes:\n        custom_labels: {example.com/gpu: \"true\"}\n        custom_taints: [{key: example.com/dedicated, value: kk, effect: NoSchedule}]\n",
         1,
     );
-    s.push_str(
-        "  groups:\n    k8s_cluster:\n      groups: [kube_control_plane, kube_worker]\n    kube_control_plane:\n      hosts: [node2, node1]\n    kube_worker:\n      hosts: [node3]\n",
-    );
+    s.push_str(&format!(
+        "  groups:\n    k8s_cluster:\n      groups: [kube_control_plane, kube_worker]\n    kube_control_plane:\n      hosts: [node2, node1]\n    kube_worker:\n      hosts: [{}]\n",
+        if worker { "node3" } else { "" }
+    ));
     s
 }
 
@@ -99,7 +101,7 @@ fn count(j: &[Value], tool: &str, prefix: &[&str]) -> usize {
 fn init_once_joins_and_labels_then_a_second_run_changes_nothing() {
     let bed = TestBed::start(3).expect("boot test hosts");
     let p = Project::new();
-    p.file("inventory.yaml", &inventory(&bed))
+    p.file("inventory.yaml", &inventory(&bed, true))
         .file("config.yaml", CONFIG);
 
     // The controller's side, as create_cluster's earlier plays leave it: the CAs (certs/init)
@@ -140,11 +142,16 @@ fn init_once_joins_and_labels_then_a_second_run_changes_nothing() {
     }
     assert!(!p.path("wd/kubeconfig").exists());
 
-    // ---- first run ----
+    // ---- first run: the control planes only; then again with the worker added ----
     let t = std::time::Instant::now();
+    p.file("inventory.yaml", &inventory(&bed, false));
     let r1 = kubernetes_playbook(&p, &[]);
     r1.code(0);
     eprintln!("first run: {:.1}s", t.elapsed().as_secs_f64());
+    assert!(calls(&journal(&bed, 2), "kubeadm", &[]).is_empty());
+    p.file("inventory.yaml", &inventory(&bed, true));
+    let r1w = kubernetes_playbook(&p, &[]);
+    r1w.code(0);
     let j: Vec<Vec<Value>> = (0..3).map(|i| journal(&bed, i)).collect();
     let (j1, j2, j3) = (&j[0], &j[1], &j[2]);
 
@@ -177,8 +184,10 @@ fn init_once_joins_and_labels_then_a_second_run_changes_nothing() {
     for other in [j1, j3] {
         assert_eq!(count(other, "kubeadm", &["init"]), 0, "{:?}", other);
     }
+    // The certificates were uploaded for node1 only (no control plane joined in the second
+    // run); a token was made for each run that had a node to join.
     assert_eq!(count(j2, "kubeadm", &["init", "phase", "upload-certs"]), 1);
-    assert_eq!(count(j2, "kubeadm", &["token", "create"]), 1);
+    assert_eq!(count(j2, "kubeadm", &["token", "create"]), 2);
 
     // node1 joins as a control plane with the certificate key, node3 as a worker.
     let cp_joins = calls(j1, "kubeadm", &["join"]);
@@ -293,9 +302,12 @@ fn init_once_joins_and_labels_then_a_second_run_changes_nothing() {
 
     // The join token and certificate key are secrets: never in kk's output or run records.
     let key = field(&cp_join, "certificateKey");
-    for secret in [&token, &key] {
-        assert!(!r1.stdout.contains(secret.as_str()), "secret in the output");
-        assert!(!r1.stderr.contains(secret.as_str()), "secret in stderr");
+    let w_token = field(&w_join, "token");
+    for secret in [&token, &key, &w_token] {
+        for r in [&r1, &r1w] {
+            assert!(!r.stdout.contains(secret.as_str()), "secret in the output");
+            assert!(!r.stderr.contains(secret.as_str()), "secret in stderr");
+        }
         let grep = std::process::Command::new("grep")
             .args(["-rl", secret.as_str()])
             .arg(p.path("wd/runs"))
