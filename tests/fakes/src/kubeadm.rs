@@ -221,6 +221,9 @@ fn init(call: &mut Call, mut args: Vec<String>) -> Res {
     let skip = take_flag(&mut args, "--skip-phases", None)?.unwrap_or_default();
     let ignore = take_flag(&mut args, "--ignore-preflight-errors", None)?;
     let upload = take_bool(&mut args, "--upload-certs");
+    // kubeadm takes every `skip-*` flag beside --config; this one keeps the default bootstrap
+    // token out of init's output (the fake prints none anyway).
+    take_bool(&mut args, "--skip-token-print");
     let docs = config(call, &mut args)?;
     if !args.is_empty() {
         return call.unsupported();
