@@ -187,7 +187,7 @@ fn refused(bed: &TestBed, case: &Case, before: &[String]) -> Option<String> {
 }
 
 /// Runs the precheck playbook (which never writes); it must pass.
-fn passes(bed: &TestBed, label: &str, groups: &str, spec: &str) {
+fn passes(bed: &TestBed, label: &str, groups: &str, spec: &str) -> Run {
     let p = Project::new();
     p.file(
         "inventory.yaml",
@@ -196,7 +196,10 @@ fn passes(bed: &TestBed, label: &str, groups: &str, spec: &str) {
     .file("config.yaml", &format!("{CONFIG}{spec}"));
     let r = p.kk_flow(&["run", &playbook("precheck.yaml")], &[]);
     assert_eq!(r.code, 0, "{label}: {:#?}\n{}", failures(&r), r.describe());
+    r
 }
+
+const VIP_PROBE: &str = "kubernetes | probe whether the kube-vip address is in use";
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
@@ -389,11 +392,36 @@ fn create_cluster_refuses_bad_kubernetes_input_before_any_host_changes() {
     // Positive controls through the precheck playbook: a free address in the subnet with
     // upstream's spelling passes (and the probe found it free), as does an inventory whose
     // only node is a control plane (it is schedulable then).
-    passes(
+    let r = passes(
         &bed,
         "free kube-vip address",
         &g,
         &format!("  kubernetes:\n    control_plane_endpoint:\n      type: kube-vip\n      kube_vip: {{address: \"{free_vip}\"}}\n"),
+    );
+    assert_eq!(r.result(VIP_PROBE, "cp1")["result"]["stdout"], "free");
+    // On an installed cluster kube-vip itself holds the VIP, so the in-use probe is skipped:
+    // a (fake, running) kubelet unit on cp1 and the in-use address pass.
+    sh(
+        &bed,
+        0,
+        "printf '#!/bin/sh\\necho Kubernetes v1.33.1\\n' > /usr/local/bin/kubelet && chmod +x /usr/local/bin/kubelet \
+         && printf '[Unit]\\nDescription=fake kubelet\\n[Service]\\nExecStart=/bin/sleep infinity\\n' > /etc/systemd/system/kubelet.service \
+         && systemctl daemon-reload && systemctl start kubelet",
+    );
+    let r = passes(
+        &bed,
+        "in-use kube-vip address on an installed cluster",
+        &g,
+        &format!(
+            "  kubernetes:\n    kube_version: v1.33.1\n    control_plane_endpoint:\n      type: kube_vip\n      kube_vip: {{address: \"{}\"}}\n",
+            ip(2)
+        ),
+    );
+    assert_eq!(r.status(VIP_PROBE, "cp1"), "skipped");
+    sh(
+        &bed,
+        0,
+        "systemctl stop kubelet; rm -f /etc/systemd/system/kubelet.service /usr/local/bin/kubelet; systemctl daemon-reload",
     );
     passes(
         &bed,
