@@ -104,29 +104,8 @@ fn init_once_joins_and_labels_then_a_second_run_changes_nothing() {
     p.file("inventory.yaml", &inventory(&bed, true))
         .file("config.yaml", CONFIG);
 
-    // The controller's side, as create_cluster's earlier plays leave it: the CAs (certs/init)
-    // and the artifacts in binary_dir (the fakes as kubeadm/kubelet/kubectl/helm; CNI plugins).
-    let r = p.kk_flow(
-        &[
-            "run",
-            repo().join("playbooks/certs_init.yaml").to_str().unwrap(),
-        ],
-        &[],
-    );
-    r.code(0);
-    let bin = p.path("wd/kubekey");
-    stage_kube(&bin, &p.path("scratch"), KUBE, HELM);
-    let plugins = p.path("scratch/cni");
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::write(plugins.join("bridge"), "#!/bin/sh\necho FAKE cni plugin\n").unwrap();
-    tar_gz(
-        &bin.join(format!(
-            "cni/plugins/{v}/amd64/cni-plugins-linux-amd64-{v}.tgz",
-            v = CNI_PLUGINS
-        )),
-        &plugins,
-        &["bridge"],
-    );
+    // The controller's side, as create_cluster's earlier plays leave it.
+    stage_controller(&p, KUBE, HELM);
 
     // ---- --check on the fresh hosts: reports what it would do, changes nothing ----
     let r0 = kubernetes_playbook(&p, &["--check"]);
@@ -394,6 +373,124 @@ fn init_once_joins_and_labels_then_a_second_run_changes_nothing() {
             );
         }
     }
+}
+
+/// Stages binary_dir like create_cluster's controller play would: the CAs (certs/init), the
+/// fakes as kubeadm/kubelet/kubectl/helm, and a CNI plugins archive.
+fn stage_controller(p: &Project, kube: &str, helm: &str) {
+    let r = p.kk_flow(
+        &[
+            "run",
+            repo().join("playbooks/certs_init.yaml").to_str().unwrap(),
+        ],
+        &[],
+    );
+    r.code(0);
+    let bin = p.path("wd/kubekey");
+    stage_kube(&bin, &p.path("scratch"), kube, helm);
+    let plugins = p.path("scratch/cni");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::write(plugins.join("bridge"), "#!/bin/sh\necho FAKE cni plugin\n").unwrap();
+    tar_gz(
+        &bin.join(format!(
+            "cni/plugins/{v}/amd64/cni-plugins-linux-amd64-{v}.tgz",
+            v = CNI_PLUGINS
+        )),
+        &plugins,
+        &["bridge"],
+    );
+}
+
+/// v1.34 (kubeadm.k8s.io/v1beta4) with kube-vip: during kubeadm init the kube-vip static pod
+/// reads super-admin.conf (admin.conf has no rights before init finishes), afterwards
+/// admin.conf again; every node resolves the endpoint to the VIP.
+#[test]
+fn kube_vip_on_v1_34_uses_super_admin_conf_only_during_init() {
+    let bed = TestBed::start(2).expect("boot test hosts");
+    let p = Project::new();
+    let names = ["node1", "node2"];
+    let mut inv = common::bed_inventory_hosts(&bed, &names);
+    inv.push_str(
+        "  groups:\n    k8s_cluster:\n      groups: [kube_control_plane, kube_worker]\n    kube_control_plane:\n      hosts: [node1]\n    kube_worker:\n      hosts: [node2]\n",
+    );
+    // A free address on the test bed's network for the VIP.
+    let vip = {
+        let o = bed.hosts()[0].ip.octets();
+        format!("{}.{}.{}.200", o[0], o[1], o[2])
+    };
+    p.file("inventory.yaml", &inv).file(
+        "config.yaml",
+        &format!(
+            "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nspec:\n  kubernetes:\n    kube_version: v1.34.3\n    helm_version: v3.18.5\n    control_plane_endpoint: {{type: kube-vip, kube_vip: {{address: {vip}}}}}\n  etcd: {{deployment_type: internal}}\n  cni: {{type: none, cni_plugins_version: {CNI_PLUGINS}}}\n  download: {{fetch: false}}\n"
+        ),
+    );
+    stage_controller(&p, "v1.34.3", "v3.18.5");
+
+    let r = kubernetes_playbook(&p, &[]);
+    r.code(0);
+    // In this order on node1: to super-admin.conf, kubeadm init, back to admin.conf.
+    let order: Vec<String> = r
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "host_result" && e["host"] == "node1" && e["changed"] == true)
+        .map(|e| e["task"].as_str().unwrap_or_default().to_string())
+        .filter(|t| t.contains("kube-vip uses") || t.starts_with("Init | kubeadm init"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "Init | kube-vip uses super-admin.conf during kubeadm init",
+            "Init | kubeadm init on node1",
+            "Init | kube-vip uses admin.conf again"
+        ],
+        "{}",
+        r.describe()
+    );
+    assert_eq!(
+        sh(&bed, 0, "grep -c 'path: /etc/kubernetes/admin.conf$' /etc/kubernetes/manifests/kube-vip.yaml; grep -c super-admin /etc/kubernetes/manifests/kube-vip.yaml || true"),
+        "1\n0"
+    );
+    let j = journal(&bed, 0);
+    let init = calls(
+        &j,
+        "kubeadm",
+        &["init", "--config=/etc/kubernetes/kubeadm-config.yaml"],
+    );
+    assert_eq!(init.len(), 1, "{:?}", j);
+    let cfg = given(init[0], "/etc/kubernetes/kubeadm-config.yaml");
+    assert!(
+        cfg.contains("apiVersion: kubeadm.k8s.io/v1beta4"),
+        "{}",
+        cfg
+    );
+    assert!(
+        cfg.contains(&format!("\"{}\"", vip)),
+        "the VIP in certSANs: {}",
+        cfg
+    );
+    let w = journal(&bed, 1);
+    let join = calls(&w, "kubeadm", &["join"]);
+    assert_eq!(join.len(), 1, "{:?}", w);
+    assert_eq!(join[0]["exit"], 0, "{}", join[0]);
+    assert_kubeadm_config(
+        "v1.34.3",
+        "the worker join config",
+        &given(join[0], "/etc/kubernetes/kubeadm-config.yaml"),
+    );
+    for i in 0..2 {
+        assert_eq!(
+            sh(&bed, i, "sed -n '/control_plane_endpoint BEGIN/,/control_plane_endpoint END/p' /etc/hosts | sed '1d;$d'"),
+            format!("{} lb.kubesphere.local", vip)
+        );
+    }
+    let r2 = kubernetes_playbook(&p, &[]);
+    r2.code(0);
+    assert_eq!(
+        changed_tasks(&r2),
+        Vec::<String>::new(),
+        "{}",
+        r2.describe()
+    );
 }
 
 // ---------------------------------------------------------------------------------------
