@@ -125,7 +125,7 @@ fn summary_of_a_fresh_cluster_with_a_local_endpoint() {
     let lines = summary(&p, &[]);
     let want = vec![
         "Cluster installed by kk".to_string(),
-        "Kubernetes: v1.34.3 (configured; not installed yet) on 1 nodes (1 control plane, 0 worker; control planes are schedulable, no workers); kubeadm init on solo".into(),
+        "Kubernetes: v1.34.3 (configured; not installed yet) on 1 node (1 control plane, 0 workers; control planes are schedulable, no workers); kubeadm init on solo".into(),
         "Control plane endpoint: https://localhost:6443 (local: /etc/hosts points control plane nodes at themselves and workers at solo 10.0.0.5)".into(),
         "etcd: internal (kubeadm runs it on the control plane nodes: solo)".into(),
         "Container runtime: containerd v1.7.24 (configured; not installed yet)".into(),
