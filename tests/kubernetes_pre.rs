@@ -140,6 +140,38 @@ fn total_changed(r: &Run) -> i64 {
         .sum()
 }
 
+/// Waits until the FAKE kubelet of `version` has journaled a service start on host `i`;
+/// its arguments.
+fn kubelet_started(bed: &TestBed, i: usize, version: &str) -> Vec<String> {
+    for _ in 0..50 {
+        let j = fakes::journal(bed, i);
+        let run = j.iter().rev().find(|e| {
+            e["tool"] == "kubelet"
+                && e["version"] == version
+                && e["args"].as_array().is_some_and(|a| a.len() > 1)
+        });
+        if let Some(e) = run {
+            return e["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap_or_default().to_string())
+                .collect();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!(
+        "kubelet {} did not start on host {}:\n{}",
+        version,
+        i,
+        sh(
+            bed,
+            i,
+            "systemctl status kubelet --no-pager 2>&1; journalctl -u kubelet --no-pager | tail -20"
+        )
+    );
+}
+
 /// A file on host `i`, exactly (`sh` trims the trailing newlines).
 fn cat(bed: &TestBed, i: usize, path: &str) -> String {
     let out = sh(bed, i, &format!("cat {path}; echo x"));
@@ -358,6 +390,28 @@ fn pre_kubernetes_and_certs_on_a_control_plane_and_a_worker() {
     r.code(0);
     assert_eq!(total_changed(&r), 0, "changed: {:?}", changed_tasks(&r));
 
+    // The unit and drop-in as systemd runs them: once kubeadm's files exist (written here by
+    // hand) the FAKE kubelet starts with the drop-in's flags; the upgrade below restarts it.
+    sh(
+        &bed,
+        wk,
+        "printf 'apiVersion: kubelet.config.k8s.io/v1beta1\\nkind: KubeletConfiguration\\n' > /var/lib/kubelet/config.yaml \
+         && printf 'apiVersion: v1\\nkind: Config\\n' > /etc/kubernetes/kubelet.conf && systemctl start kubelet",
+    );
+    let started = kubelet_started(&bed, wk, V130);
+    for flag in [
+        "--config=/var/lib/kubelet/config.yaml",
+        "--kubeconfig=/etc/kubernetes/kubelet.conf",
+        "--node-ip=",
+        "--hostname-override=",
+    ] {
+        assert!(
+            started.iter().any(|a| a.starts_with(flag)),
+            "{flag} in {started:?}"
+        );
+    }
+    assert_eq!(sh(&bed, wk, "systemctl is-active kubelet"), "active");
+
     // A new Kubernetes version and kube-vip (BGP): binaries replaced, kube-vip on the control
     // plane, the worker's haproxy pod gone.
     stage(&p, V134, HELM134);
@@ -379,6 +433,8 @@ fn pre_kubernetes_and_certs_on_a_control_plane_and_a_worker() {
             format!("Kubernetes {V134}")
         );
     }
+    // The running kubelet was restarted onto the new binary.
+    kubelet_started(&bed, wk, V134);
     assert_eq!(sh(&bed, wk, "ls /etc/kubernetes/manifests"), "");
     let kv = sh(&bed, cp, "cat /etc/kubernetes/manifests/kube-vip.yaml");
     assert_kubernetes_valid(V134, "the kube-vip static pod (BGP)", &kv);
@@ -466,6 +522,25 @@ fn sync_etcd_config(bed: &TestBed, p: &Project, cp: usize) {
     assert_eq!(
         sh(bed, cp, "cat /etc/kubernetes/kubeadm-config.yaml"),
         stale.trim_end()
+    );
+    assert_eq!(kubeadm_calls(), 0);
+
+    // A flow-style list becomes the block list.
+    put(&stale.replace(
+        "    endpoints:\n      - https://10.9.9.9:2379\n",
+        "    endpoints: [https://10.9.9.9:2379]\n",
+    ));
+    let r = kk(p, "sync_etcd_config.yaml", &["--check", "--diff"]);
+    r.code(0);
+    let w = r.result(
+        "SyncEtcd | Write /etc/kubernetes/kubeadm-config.yaml",
+        NAMES[0],
+    );
+    assert_eq!(
+        w["result"]["diff"][0]["after"].as_str(),
+        Some(right.as_str()),
+        "{}",
+        w
     );
     assert_eq!(kubeadm_calls(), 0);
 }
