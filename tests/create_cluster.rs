@@ -1,24 +1,29 @@
 //! `kk create cluster` (the bundled playbooks/create_cluster.yaml) end to end on four real
-//! test hosts, up to where Kubernetes itself starts: sudo's secure_path, the pre-install
-//! hooks, the precheck, certificates and sha256-verified downloads on the controller, the
-//! OS init of every node, external etcd (3 members), Docker and the docker-registry on the
-//! registry host with the images of binary_dir/images pushed into it, containerd on the
-//! Kubernetes nodes, the post-install hooks.
+//! test hosts: 1 control plane (kk-cp1), 2 workers, 1 registry host; Kubernetes v1.30.8
+//! (kubeadm config v1beta3), control_plane_endpoint haproxy (a static pod on each worker),
+//! calico + multus, the OpenEBS local PV storage class, one add-on (chart + manifest).
+//! The flow: sudo's secure_path, the pre-install hooks, the precheck, certificates and
+//! sha256-verified downloads on the controller, the OS init of every node, external etcd (3
+//! members), Docker and the docker-registry on the registry host with the images of
+//! binary_dir/images pushed into it, containerd on the Kubernetes nodes, Kubernetes (kubeadm
+//! init on kk-cp1, the workers joined, labels and taints, CoreDNS/NodeLocalDNS), the CNI,
+//! storage class and add-on, the post-install hooks, the summary.
 //!
-//! Real software throughout, fetched by role `download` from the local artifact server in
-//! upstream's archive layouts: etcd 3.5.16, containerd 1.7.24, Docker 26.1.5 and
-//! docker-compose 2.26.1 from Debian trixie; runc 1.1.5, the CNI plugins, kubectl 1.20.2 and
-//! the docker-registry 2.8.2 binary (in a `registry` image the test builds) from bookworm.
-//! FAKE stand-ins (clearly named, tests/common/artifacts.rs) only for what no Debian
-//! release packages and this part of the flow does not run: kubelet, kubeadm, helm,
-//! crictl, calicoctl, the calico chart.
+//! What runs for real: kk over SSH, every file the roles write, etcd 3.5.16, containerd
+//! 1.7.24, Docker 26.1.5 and docker-compose 2.26.1 from Debian trixie; runc 1.1.5, the CNI
+//! plugins and the docker-registry 2.8.2 binary (in a `registry` image the test builds) from
+//! bookworm. FAKES (tests/fakes, clearly named; no package registry here carries them, and no
+//! API server can run here): kubeadm, kubelet, kubectl and helm (they check what they are
+//! given and record it in /var/lib/kk-fakes/journal.jsonl), crictl, calicoctl and the chart
+//! archives. What the roles render is checked with real validators: every Kubernetes object
+//! kubectl was given and the haproxy static pod with `kubernetes-validate --strict` for
+//! v1.30, haproxy.cfg with `haproxy -c`, the kubelet unit with `systemd-analyze verify`; the
+//! kubeadm configs were checked field by field by the fake kubeadm (kubeadm's v1beta3 API).
 //!
-//! Kubernetes v1.20.2 (the served kubectl's version) has no version matrix in kk, so the
-//! config lowers `cluster_require.kube_version_min_required`, allows the unsupported minor
-//! and gives every component version. Kernel-global sysctls are left alone (the hosts share
-//! this machine's kernel), time sync is off, and containerd's data root is on the hosts'
-//! tmpfs (its overlayfs snapshotter cannot sit on their overlay root; see tests/cri.rs).
-//! No NFS host: this machine's kernel has no NFS server (tests/native_install.rs shows it).
+//! Kernel-global sysctls are left alone (the hosts share this machine's kernel), time sync is
+//! off, and containerd's data root is on the hosts' tmpfs (its overlayfs snapshotter cannot sit
+//! on their overlay root; see tests/cri.rs). No NFS host: this machine's kernel has no NFS
+//! server (tests/native_install.rs shows it).
 
 mod common;
 
@@ -26,10 +31,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::artifacts::{assert_landed, build_server, manifest, sha256_file};
+use common::cluster::{failures, files, kube_calls, line, listing, results};
 use common::cri::{busybox_layout, containerd_artifact, CONTAINERD_VERSION};
 use common::docker::{compose_bin, docker_tgz, registry_image_tgz, COMPOSE_VERSION};
 use common::docker::{DOCKER_VERSION, REGISTRY_VERSION};
 use common::etcd::{build_etcd, ETCD_VERSION};
+use common::fakes::{self, FakeArtifacts};
+use common::validate::{assert_kubernetes_valid, haproxy_check, systemd_verify};
 use common::{sh, Project, Run};
 use serde_json::Value;
 use testbed::http::HttpServer;
@@ -41,6 +49,12 @@ const NAMES: [&str; 4] = ["kk-cp1", "kk-w1", "kk-w2", "kk-reg"];
 const PASSWORD: &str = "e2e-Registry-Secret-7";
 /// The image the test puts into binary_dir/images (pushed by the flow).
 const IMAGE: &str = "docker.io/kk/busybox:e2e";
+/// The Kubernetes release installed (the fakes play it) and the versions of its matrix
+/// (roles/defaults/vars/v1.30.yaml) the test serves.
+const KUBE: &str = "v1.30.8";
+const HELM: &str = "v3.13.3";
+const CALICO: &str = "v3.29.7";
+const LOCALPV: &str = "4.4.0";
 
 fn inventory(bed: &TestBed) -> String {
     let mut s = common::bed_inventory_hosts(bed, &NAMES);
@@ -51,12 +65,21 @@ fn inventory(bed: &TestBed) -> String {
 }
 
 /// The artifacts of the install phase beyond tests/common/artifacts.rs's tree, served under
-/// `cn/`: their manifest entries, and their digests into `sums`.
+/// `cn/`: their manifest entries, and their digests into `sums`; the FAKE Kubernetes tools,
+/// charts and calicoctl with their digests (for the config's download.sha256) in `fa`.
 fn serve_install_artifacts(
     root: &Path,
     scratch: &Path,
     sums: &mut BTreeMap<&'static str, String>,
+    fa: &mut FakeArtifacts,
 ) -> String {
+    *fa = fakes::serve_kube(root, scratch, KUBE, HELM);
+    fakes::serve_chart(fa, root, "calico", CALICO);
+    fakes::serve_chart(fa, root, "localpv_provisioner", LOCALPV);
+    let calicoctl = root.join(format!("cn/calico/{}/calicoctl-linux-amd64", CALICO));
+    common::artifacts::fake(&calicoctl, "calicoctl");
+    fa.sha256
+        .insert("calicoctl".into(), sha256_file(&calicoctl));
     let etcd = build_etcd(root, scratch);
     sums.insert("etcd35", sha256_file(&root.join(&etcd.server_path)));
     sums.insert(
@@ -72,7 +95,7 @@ fn serve_install_artifacts(
         v = REGISTRY_VERSION
     ));
     registry_image_tgz(&registry, scratch);
-    format!(
+    let own = format!(
         r#"  docker:
     url: "docker/{{version}}/docker-{{version}}.tgz"
     dest: "docker/{{version}}/{{arch}}/docker-{{version}}.tgz"
@@ -95,25 +118,32 @@ fn serve_install_artifacts(
         compose = sha256_file(&compose),
         rv = REGISTRY_VERSION,
         registry = sha256_file(&registry),
-    )
+    );
+    own + &fa.manifest_extra
 }
 
-/// A config the precheck passes with v1.20.2 and the served artifacts; `mirror` is the
-/// server's root URL (runc is served only under /mirror/). etcd and containerd are newer
-/// than the test manifest's entries: download.sha256 gives their digests.
-fn config(p: &Project, mirror: &str, sums: &BTreeMap<&str, String>) -> String {
+/// A config the precheck passes with the served artifacts; `mirror` is the server's root URL
+/// (runc is served only under /mirror/). etcd and containerd are newer than the test
+/// manifest's entries, the FAKE tools and charts have no entry for their versions:
+/// download.sha256 gives their digests.
+fn config(p: &Project, mirror: &str, sums: &BTreeMap<&str, String>, fa: &FakeArtifacts) -> String {
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     let machine_has_swap = swaps.lines().count() > 1;
+    let fake_sums: String = fa
+        .sha256
+        .iter()
+        .map(|(c, s)| format!("      {}: \"{}\"\n", c, s))
+        .collect();
     format!(
         r#"apiVersion: kubekey.kubesphere.io/v1
 kind: Config
 spec:
   zone: cn
-  cluster_require:
-    kube_version_min_required: v1.20.0
-    allow_unsupported_kube_version: true
-    calico_allowed_versions: {{v3.31: [v1.20]}}
-  kubernetes: {{kube_version: v1.20.2, helm_version: v3.18.5, sandbox_image: {{tag: "3.10"}}}}
+  kubernetes:
+    kube_version: {kube}
+    control_plane_endpoint: {{type: haproxy}}
+    custom_labels: {{kk.io/e2e: "yes"}}
+    custom_taints: [{{key: kk.io/e2e, value: "yes", effect: PreferNoSchedule}}]
   etcd: {{deployment_type: external, etcd_version: {etcd}}}
   cri:
     container_manager: containerd
@@ -123,8 +153,22 @@ spec:
     docker_version: "{docker}"
     containerd:
       data_root: /tmp/kk-containerd
-  cni: {{type: calico, multi_cni: none, cni_plugins_version: v1.1.1, calico_version: v3.31.3}}
-  storage_class: {{local: {{enabled: false}}, nfs: {{enabled: false}}}}
+  cni:
+    type: calico
+    multi_cni: multus
+    cni_plugins_version: v1.1.1
+    calico:
+      values:
+        installation: {{calicoNetwork: {{bgp: Disabled}}}}
+  storage_class:
+    local: {{enabled: true, values: {{helperPod: {{image: {{tag: e2e-user}}}}}}}}
+    nfs: {{enabled: false}}
+  addons:
+    - name: demo
+      namespace: demo
+      chart: {{path: addons/demo-0.1.0.tgz}}
+      values: {{replicaCount: 2}}
+      manifests: [addons/demo-config.yaml]
   image_registry:
     type: docker-registry
     docker_registry_version: "{registry}"
@@ -137,15 +181,15 @@ spec:
     artifact_url:
       runc: "{mirror}mirror/runc/{{version}}/runc.{{arch}}"
     sha256:
-      kubectl: "{kubectl}"
       etcd: "{etcd_sha}"
       containerd: "{containerd_sha}"
-  native:
+{fake_sums}  native:
     disable_swap: {swap}
     sysctl_skip: [vm., fs., kernel., net.core.rmem_max, net.core.wmem_max, net.ipv4.neigh., net.ipv6.neigh.]
     ntp:
       enabled: false
 "#,
+        kube = KUBE,
         etcd = ETCD_VERSION,
         containerd = CONTAINERD_VERSION,
         docker = DOCKER_VERSION,
@@ -154,9 +198,9 @@ spec:
         password = PASSWORD,
         manifest = p.path("artifacts.yaml").display(),
         mirror = mirror,
-        kubectl = sums["kubectl"],
         etcd_sha = sums["etcd35"],
         containerd_sha = sums["containerd17"],
+        fake_sums = fake_sums,
         swap = !machine_has_swap,
     )
 }
@@ -183,48 +227,164 @@ fn create_cluster(p: &Project, extra: &[&str]) -> Run {
     r
 }
 
-/// Every host result with the `file:line` of its task (from the task_start before it).
-fn results(r: &Run) -> Vec<(String, Value)> {
-    let mut path = String::new();
-    let mut out = Vec::new();
-    for e in r.events() {
-        if e["event"] == "task_start" {
-            path = e["path"].as_str().unwrap_or_default().to_string();
-        } else if e["event"] == "host_result" {
-            out.push((path.clone(), e));
+/// Kubernetes on kk-cp1 (init), kk-w1 and kk-w2 (joined), as the fakes recorded it, and the
+/// rendered files through real validators. Returns the count of cluster-changing calls per
+/// node, for the second run to compare.
+fn check_kubernetes(bed: &TestBed, p: &Project) -> Vec<usize> {
+    let j: Vec<Vec<Value>> = (0..3).map(|i| fakes::journal(bed, i)).collect();
+    let inits = |j: &[Value]| -> usize {
+        fakes::calls(j, "kubeadm", &["init"])
+            .iter()
+            .filter(|c| c["args"][1] != "phase")
+            .count()
+    };
+    // kubeadm init exactly once, on kk-cp1 (init_kubernetes_node: the first control plane).
+    assert_eq!(inits(&j[0]), 1, "kubeadm init on kk-cp1: {:#?}", j[0]);
+    assert_eq!(inits(&j[1]) + inits(&j[2]), 0, "kubeadm init on a worker");
+    let init = fakes::calls(&j[0], "kubeadm", &["init"])[0];
+    assert_eq!(init["exit"], 0, "{}", init);
+    let (_, kubeadm_cfg) = files(init)
+        .into_iter()
+        .find(|(f, _)| f.ends_with("kubeadm-config.yaml"))
+        .expect("kubeadm init was given its config");
+    assert!(
+        kubeadm_cfg.contains("kubeadm.k8s.io/v1beta3"),
+        "{}",
+        kubeadm_cfg
+    );
+    assert!(
+        kubeadm_cfg.contains(&format!("kubernetesVersion: \"{}\"", KUBE))
+            || kubeadm_cfg.contains(&format!("kubernetesVersion: {}\n", KUBE)),
+        "{}",
+        kubeadm_cfg
+    );
+    // The worker joins: one each, with the token kk-cp1 created and no control-plane part.
+    let mut tokens = Vec::new();
+    for (i, name) in [(1, "kk-w1"), (2, "kk-w2")] {
+        let joins = fakes::calls(&j[i], "kubeadm", &["join"]);
+        assert_eq!(joins.len(), 1, "one join on {}: {:#?}", name, j[i]);
+        assert_eq!(joins[0]["exit"], 0, "{}", joins[0]);
+        let (_, cfg) = files(joins[0])
+            .into_iter()
+            .find(|(f, _)| f.ends_with("kubeadm-config.yaml"))
+            .expect("kubeadm join was given its config");
+        assert!(
+            !cfg.contains("\ncontrolPlane:"),
+            "a worker joined as a control plane: {}",
+            cfg
+        );
+        let token = cfg
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("token: "))
+            .unwrap_or_else(|| panic!("no token in the join config of {}: {}", name, cfg));
+        tokens.push(token.trim_matches('"').to_string());
+        // The kubelet unit (with kubeadm's drop-in) passes systemd's own verification.
+        systemd_verify(bed, i, &["/etc/systemd/system/kubelet.service"])
+            .unwrap_or_else(|e| panic!("kubelet.service on {}: {}", name, e));
+        // haproxy (control_plane_endpoint haproxy): the static pod, and its configuration
+        // balancing kk-cp1's API server.
+        let pod = sh(bed, i, "cat /etc/kubernetes/manifests/haproxy.yaml");
+        assert_kubernetes_valid(KUBE, &format!("haproxy pod on {}", name), &pod);
+        // (`sh` trims the final newline haproxy requires.)
+        let cfg = sh(bed, i, "cat /etc/kubekey/haproxy/haproxy.cfg") + "\n";
+        haproxy_check(&cfg).unwrap_or_else(|e| panic!("haproxy.cfg on {}: {}", name, e));
+        assert!(
+            cfg.contains(&format!("{}:6443", bed.hosts()[0].ip)),
+            "{}",
+            cfg
+        );
+    }
+    assert_eq!(
+        tokens[0], tokens[1],
+        "the workers joined with different tokens"
+    );
+    // Labels and taints, set from kk-cp1 on every node.
+    for node in &NAMES[..3] {
+        for (verb, what) in [
+            ("label", "kk.io/e2e=yes"),
+            ("taint", "kk.io/e2e=yes:PreferNoSchedule"),
+        ] {
+            assert!(
+                fakes::calls(&j[0], "kubectl", &[]).iter().any(|c| {
+                    let a = c["args"].to_string();
+                    a.contains(&format!("\"{}\"", verb))
+                        && a.contains(&format!("\"{}\"", node))
+                        && a.contains(what)
+                }),
+                "no kubectl {} {} {} on kk-cp1",
+                verb,
+                node,
+                what
+            );
         }
     }
-    out
-}
-
-/// A one-line description of a result, for assertion messages.
-fn line(path: &str, e: &Value) -> String {
-    format!(
-        "{} on {} ({}): {} changed={}",
-        e["task"], e["host"], path, e["status"], e["changed"]
-    )
-}
-
-/// Failed (not ignored) or unreachable results.
-fn failures(r: &Run) -> Vec<String> {
-    results(r)
+    // Every object kubectl applied (CoreDNS, NodeLocalDNS, multus, the add-on's manifest) is
+    // valid for v1.30.
+    let mut applied = 0;
+    for c in fakes::calls(&j[0], "kubectl", &[]) {
+        if c["args"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x == "apply"))
+        {
+            for (f, text) in files(c) {
+                if !f.contains("kubeconfig") && !f.ends_with(".conf") {
+                    assert_kubernetes_valid(KUBE, &f, &text);
+                    applied += 1;
+                }
+            }
+        }
+    }
+    assert!(applied >= 4, "kubectl applied only {} files", applied);
+    // The helm releases, in order, with kk's values and the user's overrides.
+    let releases: Vec<(String, String)> = fakes::calls(&j[0], "helm", &["upgrade"])
         .iter()
-        .filter(|(_, e)| {
-            e["status"] == "unreachable" || e["status"] == "failed" && e["ignored"] != true
+        .map(|c| {
+            let a: Vec<&str> = c["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            let values: String = files(c)
+                .into_iter()
+                .filter(|(f, _)| !f.ends_with(".tgz") && !f.ends_with(".conf"))
+                .map(|(_, t)| t)
+                .collect();
+            (a[2].to_string(), values)
         })
-        .map(|(path, e)| format!("{}\n{}", line(path, e), e["result"]))
-        .collect()
-}
-
-/// What a run could change on a host: every file under the places the flow writes, with
-/// size, mode and mtime, and the enabled units.
-fn listing(bed: &TestBed, i: usize) -> String {
-    sh(
-        bed,
-        i,
-        "find /etc /usr/local /opt /var/lib /root -xdev -not -path '/var/lib/systemd/*' \
-         -printf '%p %s %m %T@\\n' 2>/dev/null | LC_ALL=C sort; systemctl list-unit-files --state=enabled --no-legend",
-    )
+        .collect();
+    let names: Vec<&str> = releases.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.len(), 3, "helm releases: {:?}", names);
+    assert!(
+        releases[0].1.contains("bgp: Disabled"),
+        "calico values: {}",
+        releases[0].1
+    );
+    assert!(
+        releases[1].1.contains("e2e-user"),
+        "local PV values: {}",
+        releases[1].1
+    );
+    assert!(
+        releases[2].1.contains("replicaCount: 2"),
+        "add-on values: {}",
+        releases[2].1
+    );
+    // The kubeconfig: in the work dir (0600), and /root/.kube/config on the control plane.
+    let kc = p.path("wd/kubeconfig");
+    let text = std::fs::read_to_string(&kc).expect("the kubeconfig in the work dir");
+    assert!(
+        text.contains("server: https://lb.kubesphere.local:6443"),
+        "{}",
+        text
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&kc).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(sh(bed, 0, "cat /root/.kube/config").contains("kind: Config"));
+    (0..3).map(|i| kube_calls(&j[i]).len()).collect()
 }
 
 /// `etcdctl … <args>` on host `i` with the client certificate kk installed.
@@ -242,7 +402,7 @@ fn etcdctl(bed: &TestBed, i: usize, args: &str) -> String {
 }
 
 #[test]
-fn create_cluster_installs_etcd_registry_and_containerd_then_changes_nothing() {
+fn create_cluster_installs_kubernetes_on_etcd_containerd_and_a_registry_then_changes_nothing() {
     let bed = TestBed::start(4).expect("boot test hosts");
     let p = Project::new();
 
@@ -255,10 +415,17 @@ fn create_cluster_installs_etcd_registry_and_containerd_then_changes_nothing() {
     for s in &served {
         sums.insert(s.component, sha256_file(&root.join(&s.server_path)));
     }
-    let extra = serve_install_artifacts(&root, &scratch, &mut sums);
+    let mut fa = FakeArtifacts::default();
+    let extra = serve_install_artifacts(&root, &scratch, &mut sums, &mut fa);
     p.file("artifacts.yaml", &manifest(&srv.url("cn/"), &sums, &extra))
-        .file("config.yaml", &config(&p, &srv.url(""), &sums))
-        .file("inventory.yaml", &inventory(&bed));
+        .file("config.yaml", &config(&p, &srv.url(""), &sums, &fa))
+        .file("inventory.yaml", &inventory(&bed))
+        .file(
+            "wd/kubekey/addons/demo-config.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo-settings\n  namespace: demo\ndata:\n  greeting: hello\n",
+        );
+    // The add-on's chart, on the controller as the offline package would carry it.
+    fakes::fake_chart("demo", "0.1.0", &p.path("wd/kubekey/addons/demo-0.1.0.tgz"));
     // The images the flow pushes into the registry (as `kk artifact export` leaves them).
     let digest = busybox_layout(&p.path("wd/kubekey/images"), IMAGE);
 
@@ -341,9 +508,10 @@ fn create_cluster_installs_etcd_registry_and_containerd_then_changes_nothing() {
         assert!(p.path("wd/pki").join(f).is_file(), "{} missing", f);
     }
     let bin = p.path("wd/kubekey");
+    // The shared tree's files of the versions configured here (runc, CNI plugins, crictl).
     let wanted: Vec<_> = served
         .into_iter()
-        .filter(|s| s.component != "etcd" && s.component != "containerd")
+        .filter(|s| ["runc", "cni_plugins", "crictl"].contains(&s.component))
         .collect();
     assert_landed(&wanted, &bin, &sums);
     for (dest, sum) in [
@@ -365,11 +533,36 @@ fn create_cluster_installs_etcd_registry_and_containerd_then_changes_nothing() {
     ] {
         assert_eq!(&sha256_file(&bin.join(&dest)), sum, "{}", dest);
     }
-    // Each served file once: the shared tree (less the etcd 3.4 and containerd 1.6 it also
-    // holds) plus etcd, containerd, docker, compose and the registry image.
+    for (component, dest) in [
+        ("kubeadm", format!("kube/{}/amd64/kubeadm", KUBE)),
+        ("kubelet", format!("kube/{}/amd64/kubelet", KUBE)),
+        ("kubectl", format!("kube/{}/amd64/kubectl", KUBE)),
+        (
+            "helm",
+            format!("helm/{v}/amd64/helm-{v}-linux-amd64.tar.gz", v = HELM),
+        ),
+        ("calico", fakes::chart_dest("calico", CALICO)),
+        (
+            "localpv_provisioner",
+            fakes::chart_dest("localpv_provisioner", LOCALPV),
+        ),
+        (
+            "calicoctl",
+            format!("cni/calico/{}/amd64/calicoctl-linux-amd64", CALICO),
+        ),
+    ] {
+        assert_eq!(
+            sha256_file(&bin.join(&dest)),
+            fa.sha256[component],
+            "{}",
+            dest
+        );
+    }
+    // Each served file once: those three, etcd, containerd, docker, compose, the registry
+    // image, and the 7 above.
     assert_eq!(
         srv.requests().len(),
-        wanted.len() + 5,
+        wanted.len() + 5 + 7,
         "{:?}",
         srv.requests()
     );
@@ -443,6 +636,16 @@ fn create_cluster_installs_etcd_registry_and_containerd_then_changes_nothing() {
     // Docker on the registry host.
     assert!(sh(&bed, 3, "docker info --format '{{.ServerVersion}}'").contains("26.1.5"));
 
+    // Kubernetes, the CNI, the storage class and the add-on (through the fakes' journals),
+    // every rendered file through its real validator; the kubeconfig on the controller.
+    let joins_before = check_kubernetes(&bed, &p);
+    assert!(
+        r.stdout
+            .contains(&p.path("wd/kubeconfig").display().to_string()),
+        "the summary names the kubeconfig\n{}",
+        r.stdout
+    );
+
     // 2. A second run: exit 0, nothing downloaded, only the hook scripts change something
     //    (a script always reports a change); etcd's data is still there.
     let before_requests = srv.requests().len();
@@ -468,6 +671,8 @@ fn create_cluster_installs_etcd_registry_and_containerd_then_changes_nothing() {
         "roles/etcd/",
         "roles/cri/",
         "roles/image_registry/",
+        "roles/kubernetes/",
+        "roles/cni/",
     ] {
         assert!(
             results(&r2).iter().any(|(path, _)| path.contains(area)),
@@ -476,6 +681,14 @@ fn create_cluster_installs_etcd_registry_and_containerd_then_changes_nothing() {
         );
     }
     assert_eq!(etcdctl(&bed, 1, "get kk-e2e --print-value-only"), "kept");
+    // Nothing initialised, joined or installed again.
+    let installs_now: Vec<usize> = (0..3)
+        .map(|i| kube_calls(&fakes::journal(&bed, i)).len())
+        .collect();
+    assert_eq!(
+        installs_now, joins_before,
+        "the second run ran kubeadm/helm/kubectl writes"
+    );
 
     // 3. --check after the real run: nothing would change (the hooks are not run).
     let r3 = create_cluster(&p, &["--check"]);
