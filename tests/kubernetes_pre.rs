@@ -279,7 +279,10 @@ fn pre_kubernetes_and_certs_on_a_control_plane_and_a_worker() {
     );
     assert!(cfg.contains("bind 127.0.0.1:6443") && cfg.contains("bind *:8081"));
     let pod = sh(&bed, wk, "cat /etc/kubernetes/manifests/haproxy.yaml");
-    assert_kubernetes_valid(V130, "the haproxy static pod", &pod);
+    // Rendered for v1.30 (the configured version); the same pod must stay valid at v1.34.
+    for v in [V130, V134] {
+        assert_kubernetes_valid(v, "the haproxy static pod", &pod);
+    }
     let want_sum = sha256_hex(cfg.as_bytes());
     assert!(
         pod.contains(&want_sum),
@@ -437,7 +440,9 @@ fn pre_kubernetes_and_certs_on_a_control_plane_and_a_worker() {
     kubelet_started(&bed, wk, V134);
     assert_eq!(sh(&bed, wk, "ls /etc/kubernetes/manifests"), "");
     let kv = sh(&bed, cp, "cat /etc/kubernetes/manifests/kube-vip.yaml");
-    assert_kubernetes_valid(V134, "the kube-vip static pod (BGP)", &kv);
+    for v in [V134, V130] {
+        assert_kubernetes_valid(v, "the kube-vip static pod (BGP)", &kv);
+    }
     assert!(
         kv.contains(&format!("value: \"{vip}\"")) && kv.contains("value: \"eth0\""),
         "{}",
@@ -455,7 +460,9 @@ fn pre_kubernetes_and_certs_on_a_control_plane_and_a_worker() {
     p.file("config.yaml", &config(V134, &kube_vip(&vip, "ARP")));
     kk(&p, "kubernetes_pre.yaml", &[]).code(0);
     let kv = sh(&bed, cp, "cat /etc/kubernetes/manifests/kube-vip.yaml");
-    assert_kubernetes_valid(V134, "the kube-vip static pod (ARP)", &kv);
+    for v in [V134, V130] {
+        assert_kubernetes_valid(v, "the kube-vip static pod (ARP)", &kv);
+    }
     assert!(
         kv.contains("- name: \"vip_arp\"\n          value: \"true\""),
         "{}",
