@@ -472,6 +472,35 @@ fn pre_kubernetes_and_certs_on_a_control_plane_and_a_worker() {
     r.code(0);
     assert_eq!(total_changed(&r), 0, "changed: {:?}", changed_tasks(&r));
 
+    // An installed cluster keeps its CA: another one on the controller is refused before
+    // anything is copied, naming the key to set.
+    sh(
+        &bed,
+        cp,
+        "cp /etc/kubernetes/pki/front-proxy-ca.crt /tmp/fp && echo '# another CA' >> /etc/kubernetes/pki/front-proxy-ca.crt",
+    );
+    let before = sh(&bed, cp, "cat /etc/kubernetes/pki/front-proxy-ca.crt");
+    let r = kk(&p, "kubernetes_pre.yaml", &[]);
+    r.code(2);
+    let msg = r
+        .result("PreKubernetes | The CAs are the cluster's", NAMES[cp])
+        .to_string();
+    assert!(
+        msg.contains("kk does not replace a running cluster's CA")
+            && msg.contains("kubernetes.certs.front_proxy_cert"),
+        "{}",
+        msg
+    );
+    assert_eq!(
+        sh(&bed, cp, "cat /etc/kubernetes/pki/front-proxy-ca.crt"),
+        before
+    );
+    sh(
+        &bed,
+        cp,
+        "mv /tmp/fp /etc/kubernetes/pki/front-proxy-ca.crt",
+    );
+
     sync_etcd_config(&bed, &p, cp);
 }
 
