@@ -382,10 +382,38 @@ fn pre_kubernetes_and_certs_on_a_control_plane_and_a_worker() {
         sh(&bed, cp, "cat /root/.kube/config"),
         sh(&bed, cp, "cat /etc/kubernetes/admin.conf")
     );
+    // Unforced, it reads the expiry dates with openssl: a certificate valid for 400 more days
+    // leaves it alone, one that expires in 10 days makes it renew.
+    let renewals = || {
+        fakes::calls(
+            &fakes::journal(&bed, cp),
+            "kubeadm",
+            &["certs", "renew", "all"],
+        )
+        .len()
+    };
+    let cert = |days: u32| {
+        sh(
+            &bed,
+            cp,
+            &format!("openssl req -x509 -newkey rsa:2048 -nodes -keyout /tmp/apiserver.key -out /etc/kubernetes/pki/apiserver.crt -days {days} -subj /CN=kube-apiserver 2>/dev/null"),
+        );
+        sh(
+            &bed,
+            cp,
+            "/usr/local/bin/kube-scripts/k8s-certs-renew.sh 2>&1",
+        )
+    };
+    let out = cert(400);
+    assert!(out.contains("nothing to renew"), "{}", out);
+    assert_eq!(renewals(), 1);
+    let out = cert(10);
+    assert!(out.contains("/etc/kubernetes/pki/apiserver.crt"), "{}", out);
+    assert_eq!(renewals(), 2);
     sh(
         &bed,
         cp,
-        "rm -f /etc/kubernetes/admin.conf /root/.kube/config",
+        "rm -f /etc/kubernetes/admin.conf /root/.kube/config /etc/kubernetes/pki/apiserver.crt",
     );
 
     // Second run: nothing changes.
