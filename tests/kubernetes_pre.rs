@@ -12,10 +12,14 @@
 //! staged under binary_dir as role `download` leaves them; the renewal script's `kubeadm certs
 //! renew all` goes to the fake, whose journal shows it.
 //!
-//! Also: `--check` on fresh hosts changes no file; a second run is changed=0; a new
-//! kube_version replaces the binaries; switching the endpoint from haproxy to kube-vip removes
-//! the worker's haproxy pod; the sync rewrites only the etcd endpoint list, and does nothing
-//! when it is right.
+//! Also: `--check` on fresh hosts changes no file; a second run is changed=0; the FAKE kubelet
+//! starts under the written unit and drop-in, and a new kube_version replaces the binaries and
+//! restarts it; switching the endpoint from haproxy to kube-vip removes the worker's haproxy
+//! pod; an installed cluster's CA is never replaced; the renewal script renews only what
+//! expires within 30 days (or with --force); the sync rewrites only the etcd endpoint list
+//! (block or flow style), and does nothing when it is right. The sync's real run (kubeadm
+//! `init phase control-plane apiserver`, kube-apiserver's port) is beyond the fakes: only its
+//! --check and no-op paths run here.
 
 mod common;
 
