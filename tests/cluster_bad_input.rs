@@ -14,8 +14,8 @@
 
 mod common;
 
+use common::cluster::{listing, results};
 use common::{sh, Project, Run};
-use serde_json::Value;
 use testbed::TestBed;
 
 /// The repository's playbooks (roles are found next to them).
@@ -46,30 +46,6 @@ fn inventory(bed: &TestBed, groups: &str, ipv6: &[bool], host_vars: &[&str]) -> 
     }
     s.push_str(groups);
     s
-}
-
-/// What a run could change on host `i`: tests/create_cluster.rs's listing.
-fn listing(bed: &TestBed, i: usize) -> String {
-    sh(
-        bed,
-        i,
-        "find /etc /usr/local /opt /var/lib /root -xdev -not -path '/var/lib/systemd/*' \
-         -printf '%p %s %m %T@\\n' 2>/dev/null | LC_ALL=C sort; systemctl list-unit-files --state=enabled --no-legend",
-    )
-}
-
-/// Every host result with the `file:line` of its task.
-fn results(r: &Run) -> Vec<(String, Value)> {
-    let mut path = String::new();
-    let mut out = Vec::new();
-    for e in r.events() {
-        if e["event"] == "task_start" {
-            path = e["path"].as_str().unwrap_or_default().to_string();
-        } else if e["event"] == "host_result" {
-            out.push((path.clone(), e));
-        }
-    }
-    out
 }
 
 /// Failed (not ignored) or unreachable results: (task, host, msg, loop item messages).
@@ -378,6 +354,16 @@ fn create_cluster_refuses_bad_kubernetes_input_before_any_host_changes() {
             task: "kubernetes | custom taints are valid Kubernetes taints",
             host: "w1",
             words: s(&["kubernetes.custom_taints has {\"key\": \"dedicated\", \"value\": \"infra\", \"effect\": \"NoSchedul\"}: the effect is not one of NoSchedule, PreferNoSchedule, NoExecute", "Fix that entry in kubernetes.custom_taints"]),
+        },
+        Case {
+            name: "taint string without an effect (upstream's string form)",
+            groups: g.clone(),
+            ipv6: [false, false],
+            host_vars: ["      kubernetes:\n        custom_taints: [\"dedicated=infra:NoSchedule\", \"gpu=true\"]\n", ""],
+            spec: String::new(),
+            task: "kubernetes | custom taints are valid Kubernetes taints",
+            host: "cp1",
+            words: s(&["kubernetes.custom_taints has \"gpu=true\": the effect is not one of NoSchedule, PreferNoSchedule, NoExecute", "\"key[=value]:Effect\""]),
         },
     ];
 

@@ -31,7 +31,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::artifacts::{assert_landed, build_server, manifest, sha256_file};
-use common::cluster::{failures, files, kube_calls, line, listing, results};
+use common::cluster::{
+    config_downloads_and_native, failures, files, kube_calls, line, listing, results,
+};
 use common::cri::{busybox_layout, containerd_artifact, CONTAINERD_VERSION};
 use common::docker::{compose_bin, docker_tgz, registry_image_tgz, COMPOSE_VERSION};
 use common::docker::{DOCKER_VERSION, REGISTRY_VERSION};
@@ -127,13 +129,6 @@ fn serve_install_artifacts(
 /// manifest's entries, the FAKE tools and charts have no entry for their versions:
 /// download.sha256 gives their digests.
 fn config(p: &Project, mirror: &str, sums: &BTreeMap<&str, String>, fa: &FakeArtifacts) -> String {
-    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    let machine_has_swap = swaps.lines().count() > 1;
-    let fake_sums: String = fa
-        .sha256
-        .iter()
-        .map(|(c, s)| format!("      {}: \"{}\"\n", c, s))
-        .collect();
     format!(
         r#"apiVersion: kubekey.kubesphere.io/v1
 kind: Config
@@ -143,7 +138,7 @@ spec:
     kube_version: {kube}
     control_plane_endpoint: {{type: haproxy}}
     custom_labels: {{kk.io/e2e: "yes"}}
-    custom_taints: [{{key: kk.io/e2e, value: "yes", effect: PreferNoSchedule}}]
+    custom_taints: ["kk.io/e2e=yes:PreferNoSchedule"]
   etcd: {{deployment_type: external, etcd_version: {etcd}}}
   cri:
     container_manager: containerd
@@ -175,33 +170,15 @@ spec:
     dockercompose_version: {compose}
     auth:
       password: "{password}"
-  download:
-    manifest: {manifest}
-    arch: [amd64]
-    artifact_url:
-      runc: "{mirror}mirror/runc/{{version}}/runc.{{arch}}"
-    sha256:
-      etcd: "{etcd_sha}"
-      containerd: "{containerd_sha}"
-{fake_sums}  native:
-    disable_swap: {swap}
-    sysctl_skip: [vm., fs., kernel., net.core.rmem_max, net.core.wmem_max, net.ipv4.neigh., net.ipv6.neigh.]
-    ntp:
-      enabled: false
-"#,
+{tail}"#,
         kube = KUBE,
+        tail = config_downloads_and_native(&p.path("artifacts.yaml"), mirror, sums, fa),
         etcd = ETCD_VERSION,
         containerd = CONTAINERD_VERSION,
         docker = DOCKER_VERSION,
         registry = REGISTRY_VERSION,
         compose = COMPOSE_VERSION,
         password = PASSWORD,
-        manifest = p.path("artifacts.yaml").display(),
-        mirror = mirror,
-        etcd_sha = sums["etcd35"],
-        containerd_sha = sums["containerd17"],
-        fake_sums = fake_sums,
-        swap = !machine_has_swap,
     )
 }
 
@@ -639,12 +616,28 @@ fn create_cluster_installs_kubernetes_on_etcd_containerd_and_a_registry_then_cha
     // Kubernetes, the CNI, the storage class and the add-on (through the fakes' journals),
     // every rendered file through its real validator; the kubeconfig on the controller.
     let joins_before = check_kubernetes(&bed, &p);
-    assert!(
-        r.stdout
-            .contains(&p.path("wd/kubeconfig").display().to_string()),
-        "the summary names the kubeconfig\n{}",
-        r.stdout
-    );
+    // The summary at the end: the kubeconfig and a line per node.
+    let summary = r
+        .events()
+        .into_iter()
+        .filter(|e| {
+            e["event"] == "host_result" && e["task"] == "Summary | What was installed where"
+        })
+        .map(|e| e["result"]["msg"].to_string())
+        .collect::<String>();
+    for want in [
+        format!("Kubeconfig: {}", p.path("wd/kubeconfig").display()),
+        "kk-cp1".to_string(),
+        "kk-w2".to_string(),
+        "calico".to_string(),
+    ] {
+        assert!(
+            summary.contains(&want),
+            "the summary lacks {:?}: {}",
+            want,
+            summary
+        );
+    }
 
     // 2. A second run: exit 0, nothing downloaded, only the hook scripts change something
     //    (a script always reports a change); etcd's data is still there.

@@ -21,7 +21,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::artifacts::{build_server, manifest, sha256_file};
-use common::cluster::{failures, files, kube_calls, line, results};
+use common::cluster::{config_downloads_and_native, failures, files, kube_calls, line, results};
 use common::cri::{containerd_artifact, CONTAINERD_VERSION};
 use common::etcd::{build_etcd, ETCD_VERSION};
 use common::fakes::{self, FakeArtifacts};
@@ -57,12 +57,6 @@ fn config(
     sums: &BTreeMap<&str, String>,
     fa: &FakeArtifacts,
 ) -> String {
-    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    let fake_sums: String = fa
-        .sha256
-        .iter()
-        .map(|(c, s)| format!("      {}: \"{}\"\n", c, s))
-        .collect();
     format!(
         r#"apiVersion: kubekey.kubesphere.io/v1
 kind: Config
@@ -87,30 +81,12 @@ spec:
     cni_plugins_version: v1.1.1
   storage_class:
     local: {{enabled: true}}
-  download:
-    manifest: {manifest}
-    arch: [amd64]
-    artifact_url:
-      runc: "{mirror}mirror/runc/{{version}}/runc.{{arch}}"
-    sha256:
-      etcd: "{etcd_sha}"
-      containerd: "{containerd_sha}"
-{fake_sums}  native:
-    disable_swap: {swap}
-    sysctl_skip: [vm., fs., kernel., net.core.rmem_max, net.core.wmem_max, net.ipv4.neigh., net.ipv6.neigh.]
-    ntp:
-      enabled: false
-"#,
+{tail}"#,
         kube = KUBE,
+        tail = config_downloads_and_native(&p.path("artifacts.yaml"), mirror, sums, fa),
         vip = vip(bed),
         etcd = ETCD_VERSION,
         containerd = CONTAINERD_VERSION,
-        manifest = p.path("artifacts.yaml").display(),
-        mirror = mirror,
-        etcd_sha = sums["etcd35"],
-        containerd_sha = sums["containerd17"],
-        fake_sums = fake_sums,
-        swap = swaps.lines().count() <= 1,
     )
 }
 

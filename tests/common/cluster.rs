@@ -85,3 +85,44 @@ pub fn files(call: &Value) -> Vec<(String, String)> {
         })
         .unwrap_or_default()
 }
+
+/// The end of an end-to-end config (under `spec:`): downloads from the test's artifact server
+/// (runc under /mirror/ of `mirror`; the digests of etcd 3.5, containerd 1.7 and the FAKE tools
+/// and charts, which the manifest has no entry for), and the OS init the test hosts need (they
+/// share this machine's kernel: no kernel-global sysctls, no time sync; swap off only when the
+/// machine has none).
+pub fn config_downloads_and_native(
+    manifest: &std::path::Path,
+    mirror: &str,
+    sums: &std::collections::BTreeMap<&str, String>,
+    fa: &super::fakes::FakeArtifacts,
+) -> String {
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let fake_sums: String = fa
+        .sha256
+        .iter()
+        .map(|(c, s)| format!("      {}: \"{}\"\n", c, s))
+        .collect();
+    format!(
+        r#"  download:
+    manifest: {manifest}
+    arch: [amd64]
+    artifact_url:
+      runc: "{mirror}mirror/runc/{{version}}/runc.{{arch}}"
+    sha256:
+      etcd: "{etcd}"
+      containerd: "{containerd}"
+{fake_sums}  native:
+    disable_swap: {swap}
+    sysctl_skip: [vm., fs., kernel., net.core.rmem_max, net.core.wmem_max, net.ipv4.neigh., net.ipv6.neigh.]
+    ntp:
+      enabled: false
+"#,
+        manifest = manifest.display(),
+        mirror = mirror,
+        etcd = sums["etcd35"],
+        containerd = sums["containerd17"],
+        fake_sums = fake_sums,
+        swap = swaps.lines().count() <= 1,
+    )
+}

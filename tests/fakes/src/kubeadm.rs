@@ -14,7 +14,8 @@
 //! `--ignore-preflight-errors`/nodeRegistration.ignorePreflightErrors as in kubeadm): init —
 //! external etcd client certificate files exist (ExternalEtcdClientCertificates), a local
 //! etcd's data dir is empty (DirAvailable--var-lib-etcd), no kube-apiserver/controller-manager/
-//! scheduler/etcd static pod yet (other static pods, e.g. kube-vip, are fine); join — no
+//! scheduler/etcd static pod yet (other static pods, e.g. kube-vip, are fine); join — an
+//! empty /etc/kubernetes/manifests (DirAvailable--etc-kubernetes-manifests), no
 //! bootstrap-kubelet.conf, on a worker no /etc/kubernetes/pki/ca.crt
 //! (FileAvailable--etc-kubernetes-pki-ca.crt), on a control plane no control-plane static
 //! pod yet.
@@ -568,10 +569,13 @@ fn join(call: &mut Call, mut args: Vec<String>) -> Res {
         return fail("JoinConfiguration.controlPlane.certificateKey: a control-plane join needs the 64-hex key of `kubeadm init phase upload-certs`");
     }
     // kubeadm's join preflight (RunJoinNodeChecks, and RunInitNodeChecks for a control
-    // plane): no kubelet kubeconfigs; on a worker no CA certificate (kubeadm fetches it); on
-    // a control plane none of the static pods kubeadm writes.
+    // plane): an empty /etc/kubernetes/manifests (a node carrying its own static pods, e.g.
+    // kube-vip or a local balancer, must ignore DirAvailable--etc-kubernetes-manifests); no
+    // kubelet kubeconfigs; on a worker no CA certificate (kubeadm fetches it); on a control
+    // plane none of the static pods kubeadm writes.
     preflight_file(KUBELET_CONF)?;
     let mut pre = Preflight::new(ignore, &j["nodeRegistration"]);
+    pre.dir_available(&format!("{}/manifests", K));
     pre.file_available(&format!("{}/bootstrap-kubelet.conf", K));
     let ca_path = j["caCertPath"].as_str().unwrap_or(CA);
     if cp.is_null() {

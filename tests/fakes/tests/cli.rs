@@ -576,7 +576,8 @@ fn kubeadm_preflight_checks_that_need_no_api_server() {
     );
     let worker = format!("apiVersion: kubeadm.k8s.io/v1beta3\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken: {{apiServerEndpoint: 'lb.kubesphere.local:6443', token: {token}, caCertHashes: [{hash}]}}\n");
 
-    // A worker with a CA: refused (kubeadm fetches it); its haproxy static pod is fine.
+    // A worker with a CA: refused (kubeadm fetches it); its haproxy static pod too, unless
+    // DirAvailable--etc-kubernetes-manifests is ignored (kubeadm wants that directory empty).
     let w = Fake::new("v1.30.8");
     w.write("/root/join.yaml", &worker);
     w.write("/etc/kubernetes/manifests/haproxy.yaml", "kind: Pod\n");
@@ -589,17 +590,18 @@ fn kubeadm_preflight_checks_that_need_no_api_server() {
             "--ignore-preflight-errors=ImagePull",
         ],
     );
-    assert!(
-        e.contains("[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists"),
-        "{}",
-        e
-    );
+    for want in [
+        "[ERROR FileAvailable--etc-kubernetes-pki-ca.crt]: /etc/kubernetes/pki/ca.crt already exists",
+        "[ERROR DirAvailable--etc-kubernetes-manifests]: /etc/kubernetes/manifests is not empty",
+    ] {
+        assert!(e.contains(want), "{}", e);
+    }
     w.ok(
         "kubeadm",
         &[
             "join",
             "--config=/root/join.yaml",
-            "--ignore-preflight-errors=fileAvailable--etc-kubernetes-pki-ca.crt",
+            "--ignore-preflight-errors=fileAvailable--etc-kubernetes-pki-ca.crt,DirAvailable--etc-kubernetes-manifests",
         ],
     );
 
@@ -620,7 +622,13 @@ fn kubeadm_preflight_checks_that_need_no_api_server() {
         e
     );
     std::fs::remove_file(c.path("/etc/kubernetes/manifests/etcd.yaml")).unwrap();
-    let e = c.fails("kubeadm", &["join", "--config=/root/join.yaml"]);
+    // (kube-vip's own static pod: the directory check is ignored, as kk does.)
+    let join = [
+        "join",
+        "--config=/root/join.yaml",
+        "--ignore-preflight-errors=DirAvailable--etc-kubernetes-manifests",
+    ];
+    let e = c.fails("kubeadm", &join);
     assert!(
         e.contains("none is the hash of this node's cluster CA"),
         "{}",
@@ -632,7 +640,7 @@ fn kubeadm_preflight_checks_that_need_no_api_server() {
         c.path("/etc/kubernetes/pki/ca.crt"),
     )
     .unwrap();
-    c.ok("kubeadm", &["join", "--config=/root/join.yaml"]);
+    c.ok("kubeadm", &join);
 }
 
 #[test]
