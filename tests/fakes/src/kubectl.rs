@@ -1,12 +1,17 @@
 //! FAKE kubectl (stands in for kubectl talking to an API server, which the test hosts
 //! cannot run): `version --client`, `apply -f`, `label`, `taint`, `get node -o json`,
 //! `get configmap -o json|jsonpath={.data.<key>}`,
-//! `delete`, `rollout restart deployment`, `create namespace`.
+//! `delete`, `rollout restart deployment`, `create namespace`, and for removing a node
+//! `get node <n> -o name`, `cordon <n>`, `drain <n>` (kubectl's drain flags) and
+//! `delete node <n>`.
 //!
 //! Checks: a kubeconfig (`--kubeconfig`, `KUBECONFIG` or /root/.kube/config) that exists
 //! and is one; applied documents have apiVersion, kind and metadata.name; label and taint
 //! syntax as kubectl validates it, and `--overwrite` where a value changes.
-//! Leaves: node labels/taints, namespaces and a digest of every applied object in the
+//! The fake knows no cluster membership (each host has its own state): any node name is
+//! taken to exist until `delete node` removed it on this host; then get/cordon/drain/delete
+//! of it fail with kubectl's NotFound error.
+//! Leaves: node labels/taints, cordoned and deleted nodes, namespaces and a digest of every applied object in the
 //! fake's state on this host (`/var/lib/kk-fakes/cluster.json`), so that a second call
 //! answers `unchanged` / `not labeled` as kubectl would.
 
@@ -75,7 +80,7 @@ pub fn run(call: &mut Call) -> Res {
         return Ok(());
     }
     let known = [
-        "apply", "label", "taint", "get", "delete", "rollout", "create",
+        "apply", "label", "taint", "get", "delete", "rollout", "create", "cordon", "drain",
     ];
     if !known.contains(&first.as_str()) {
         return call.unsupported();
@@ -89,6 +94,8 @@ pub fn run(call: &mut Call) -> Res {
         "taint" => taint(call, &mut args, &mut state)?,
         "get" => return get(call, &mut args, &ns, &state),
         "delete" => delete(call, &mut args, &ns, &mut state)?,
+        "cordon" => cordon(call, &mut args, &mut state)?,
+        "drain" => drain(call, &mut args, &mut state)?,
         "rollout" => {
             if args.len() != 4
                 || args[1] != "restart"
@@ -376,12 +383,17 @@ fn get(call: &mut Call, args: &mut Vec<String>, ns: &str, state: &Value) -> Res 
     }
     if args.len() != 3
         || !["node", "nodes", "no"].contains(&args[1].as_str())
-        || out.as_deref() != Some("json")
+        || !matches!(out.as_deref(), Some("json" | "name"))
     {
         return call.unsupported();
     }
     let name = &args[2];
     let node = &state["nodes"][name];
+    node_exists(state, name)?;
+    if out.as_deref() == Some("name") {
+        println!("node/{}", name);
+        return Ok(());
+    }
     let mut labels = Map::new();
     labels.insert("kubernetes.io/hostname".into(), json!(name));
     if let Some(l) = node["labels"].as_object() {
@@ -396,10 +408,81 @@ fn get(call: &mut Call, args: &mut Vec<String>, ns: &str, state: &Value) -> Res 
     Ok(())
 }
 
+/// NotFound, as kubectl, for a node `delete node` removed on this host.
+fn node_exists(state: &Value, name: &str) -> Res {
+    if state["nodes"][name]["deleted"] == true {
+        return fail(format!(
+            "Error from server (NotFound): nodes \"{}\" not found",
+            name
+        ));
+    }
+    Ok(())
+}
+
+/// `cordon <node>`: marks it unschedulable.
+fn cordon(call: &mut Call, args: &mut Vec<String>, state: &mut Value) -> Res {
+    if args.len() != 2 {
+        return call.unsupported();
+    }
+    let name = args[1].clone();
+    node_exists(state, &name)?;
+    if state["nodes"][&name]["unschedulable"] == true {
+        println!("node/{} already cordoned", name);
+    } else {
+        state["nodes"][&name]["unschedulable"] = json!(true);
+        println!("node/{} cordoned", name);
+    }
+    Ok(())
+}
+
+/// `drain <node>` with kubectl's flags for a node that runs DaemonSet pods and pods with
+/// emptyDir volumes (`--ignore-daemonsets`, `--delete-emptydir-data`, `--force`; optional
+/// `--disable-eviction`, `--timeout=<d>`): cordons it as kubectl does; there are no pods to
+/// evict in the fake.
+fn drain(call: &mut Call, args: &mut Vec<String>, state: &mut Value) -> Res {
+    let mut need = Vec::new();
+    for f in ["--ignore-daemonsets", "--delete-emptydir-data", "--force"] {
+        if !take_bool(args, f) {
+            need.push(f);
+        }
+    }
+    take_bool(args, "--disable-eviction");
+    take_flag(args, "--timeout", None)?;
+    if args.len() != 2 {
+        return call.unsupported();
+    }
+    if !need.is_empty() {
+        return fail(format!(
+            "error: unable to drain node \"{}\": cannot delete DaemonSet-managed Pods or Pods with local storage or unmanaged Pods without {} (FAKE kubectl assumes the node runs such pods, as every kk node does)",
+            args[1],
+            need.join(", ")
+        ));
+    }
+    let name = args[1].clone();
+    node_exists(state, &name)?;
+    if state["nodes"][&name]["unschedulable"] != true {
+        state["nodes"][&name]["unschedulable"] = json!(true);
+        println!("node/{} cordoned", name);
+    }
+    println!("node/{} drained", name);
+    Ok(())
+}
+
 fn delete(call: &mut Call, args: &mut Vec<String>, ns: &str, state: &mut Value) -> Res {
     let ignore = take_bool(args, "--ignore-not-found");
     if args.len() != 3 {
         return call.unsupported();
+    }
+    if ["node", "nodes", "no"].contains(&args[1].as_str()) {
+        let name = args[2].clone();
+        match node_exists(state, &name) {
+            Err(_) if ignore => return Ok(()),
+            Err(e) => return Err(e),
+            Ok(()) => {}
+        }
+        state["nodes"][&name] = json!({"deleted": true});
+        println!("node \"{}\" deleted", name);
+        return Ok(());
     }
     let kind = args[1].to_lowercase();
     let name = &args[2];

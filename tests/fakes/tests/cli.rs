@@ -712,3 +712,55 @@ fn the_discovery_hash_of_a_real_ca_is_its_public_keys() {
         std::fs::read(&crt).unwrap()
     );
 }
+
+#[test]
+fn kubectl_cordon_drain_delete_node() {
+    let f = Fake::new("v1.30.8");
+    f.write("/root/.kube/config", "apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster: {server: 'https://lb:6443'}\n");
+    assert_eq!(
+        f.ok("kubectl", &["get", "node", "w1", "-o", "name"]),
+        "node/w1"
+    );
+    assert_eq!(f.ok("kubectl", &["cordon", "w1"]), "node/w1 cordoned");
+    assert_eq!(
+        f.ok("kubectl", &["cordon", "w1"]),
+        "node/w1 already cordoned"
+    );
+    // drain refuses without the flags a node with DaemonSet pods needs.
+    let e = f.fails("kubectl", &["drain", "w1", "--force"]);
+    assert!(
+        e.contains("--ignore-daemonsets, --delete-emptydir-data"),
+        "{}",
+        e
+    );
+    let d = [
+        "drain",
+        "w1",
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        "--force",
+        "--disable-eviction",
+    ];
+    assert_eq!(f.ok("kubectl", &d), "node/w1 drained");
+    assert_eq!(f.run("kubectl", &["drain", "w1", "--bogus"]).code, 64);
+    assert_eq!(
+        f.ok("kubectl", &["delete", "node", "w1"]),
+        "node \"w1\" deleted"
+    );
+    // Gone: NotFound, as kubectl.
+    for args in [
+        &["get", "node", "w1", "-o", "name"][..],
+        &["cordon", "w1"],
+        &d,
+        &["delete", "node", "w1"],
+    ] {
+        let e = f.fails("kubectl", args);
+        assert!(e.contains("nodes \"w1\" not found"), "{:?}: {}", args, e);
+    }
+    f.ok("kubectl", &["delete", "node", "w1", "--ignore-not-found"]);
+    // Another node is untouched.
+    assert_eq!(
+        f.ok("kubectl", &["get", "node", "cp1", "-o", "name"]),
+        "node/cp1"
+    );
+}
