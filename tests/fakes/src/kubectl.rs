@@ -94,7 +94,7 @@ pub fn run(call: &mut Call) -> Res {
         "taint" => taint(call, &mut args, &mut state)?,
         "get" => return get(call, &mut args, &ns, &state),
         "delete" => delete(call, &mut args, &ns, &mut state)?,
-        "cordon" => cordon(call, &mut args, &mut state)?,
+        "cordon" => cordon(call, &args, &mut state)?,
         "drain" => drain(call, &mut args, &mut state)?,
         "rollout" => {
             if args.len() != 4
@@ -420,7 +420,7 @@ fn node_exists(state: &Value, name: &str) -> Res {
 }
 
 /// `cordon <node>`: marks it unschedulable.
-fn cordon(call: &mut Call, args: &mut Vec<String>, state: &mut Value) -> Res {
+fn cordon(call: &mut Call, args: &[String], state: &mut Value) -> Res {
     if args.len() != 2 {
         return call.unsupported();
     }
