@@ -1,7 +1,97 @@
 //! Rebuilds `kk` when the bundled playbooks, roles or builtin data change: they are
 //! compiled in with `include_dir!`, which cargo does not track by itself.
+//!
+//! Also records what `kk version` prints: the git commit and tree state, the build date and
+//! the compiler. No network; without git (a source tarball) the values are `unknown`, and the
+//! date is SOURCE_DATE_EPOCH or the commit's date, never the clock, so builds are reproducible.
+use std::process::Command;
+
 fn main() {
     for dir in ["builtin", "playbooks", "roles"] {
         println!("cargo:rerun-if-changed={}", dir);
     }
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    // A new commit (HEAD moves or the branch's ref changes) refreshes the values; other edits
+    // to the work tree do not trigger a rebuild, so the tree state is as of the last commit
+    // or checkout that rebuilt kk.
+    if let Some(git_dir) = git(&["rev-parse", "--git-dir"]) {
+        println!("cargo:rerun-if-changed={}/HEAD", git_dir);
+        if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            println!("cargo:rerun-if-changed={}/{}", git_dir, r);
+        }
+        println!("cargo:rerun-if-changed={}/packed-refs", git_dir);
+    }
+    let commit = git(&["rev-parse", "HEAD"]);
+    let state = match (
+        &commit,
+        git(&["status", "--porcelain", "--untracked-files=no"]),
+    ) {
+        (None, _) => "unknown".to_string(),
+        (Some(_), Some(s)) if !s.is_empty() => "dirty".to_string(),
+        (Some(_), Some(_)) => "clean".to_string(),
+        (Some(_), None) => "unknown".to_string(),
+    };
+    let date = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .or_else(|| git(&["log", "-1", "--format=%ct"]).and_then(|s| s.parse().ok()))
+        .map(rfc3339)
+        .unwrap_or_else(|| "unknown".into());
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let rustc_version = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    println!(
+        "cargo:rustc-env=KK_GIT_COMMIT={}",
+        commit.unwrap_or_else(|| "unknown".into())
+    );
+    println!("cargo:rustc-env=KK_GIT_TREE_STATE={}", state);
+    println!("cargo:rustc-env=KK_BUILD_DATE={}", date);
+    println!("cargo:rustc-env=KK_RUSTC_VERSION={}", rustc_version);
+    println!(
+        "cargo:rustc-env=KK_TARGET={}",
+        std::env::var("TARGET").unwrap_or_default()
+    );
+}
+
+/// Runs git in the package directory; None when git is missing or fails.
+fn git(args: &[&str]) -> Option<String> {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").ok()?;
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
+fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        y,
+        m,
+        d,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }

@@ -7,8 +7,11 @@ use std::sync::Arc;
 
 mod bundle;
 mod create;
+mod inventory_edit;
+mod lifecycle;
+mod version;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use kk_engine::exec::{run_playbook, RunOptions, TagFilter};
 use kk_engine::inventory::Inventory;
 use kk_engine::report::{Format, Output};
@@ -47,18 +50,62 @@ enum Command {
     /// Create a cluster, or write a starting config or inventory file.
     #[command(subcommand)]
     Create(Create),
-    /// Prepare hosts.
+    /// Add nodes to a cluster.
+    #[command(subcommand)]
+    Add(Add),
+    /// Delete nodes, a cluster or an image registry.
+    #[command(subcommand)]
+    Delete(Delete),
+    /// Manage the cluster's certificates.
+    #[command(subcommand)]
+    Certs(Certs),
+    /// Prepare hosts, or install an image registry.
     #[command(subcommand)]
     Init(Init),
-    /// Offline packages.
+    /// Offline packages and images.
     #[command(subcommand)]
     Artifact(Artifact),
-    /// Print the version.
-    Version,
+    /// Print the version, git commit, build date, compiler and platform (JSON).
+    Version {
+        /// Print just the version number.
+        #[arg(short, long)]
+        short: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum Add {
+    /// Add nodes to the cluster (playbooks/add_nodes.yaml). The nodes must be hosts of the
+    /// inventory (-i): name their roles with --control-plane/--worker/--etcd, or put them in
+    /// the groups yourself and give no flag (every node not installed yet is added).
+    #[command(visible_alias = "node")]
+    Nodes(Box<lifecycle::AddNodes>),
+}
+
+#[derive(Subcommand)]
+enum Delete {
+    /// Delete the cluster: Kubernetes on every node (playbooks/delete_cluster.yaml); asks
+    /// first on a terminal.
+    Cluster(Box<lifecycle::Delete>),
+    /// Drain and delete nodes and uninstall Kubernetes from them
+    /// (playbooks/delete_nodes.yaml); asks first on a terminal. A delete that would leave no
+    /// control plane node is refused.
+    #[command(visible_alias = "node")]
+    Nodes(Box<lifecycle::DeleteNodes>),
+    /// Delete the image registry kk installed (playbooks/delete_registry.yaml); asks first
+    /// on a terminal.
+    Registry(Box<lifecycle::Delete>),
+}
+
+#[derive(Subcommand)]
+enum Certs {
+    /// Renew the certificates of etcd, Kubernetes and the image registry
+    /// (playbooks/certs_renew.yaml, tag certs).
+    Renew(Box<Builtin>),
 }
 
 /// The checks `kk precheck` can select (tags of playbooks/precheck.yaml).
-const PRECHECKS: [&str; 7] = [
+const PRECHECKS: [&str; 10] = [
     "os",
     "kubernetes",
     "network",
@@ -66,12 +113,15 @@ const PRECHECKS: [&str; 7] = [
     "cri",
     "nfs",
     "image_registry",
+    "storage",
+    "storageclass",
+    "artifact",
 ];
 
 #[derive(Subcommand)]
 enum Create {
-    /// Create a cluster (playbooks/create_cluster.yaml).
-    Cluster(Box<Builtin>),
+    /// Create a cluster (playbooks/create_cluster.yaml); asks first on a terminal.
+    Cluster(Box<CreateCluster>),
     /// Write a documented starting config for a Kubernetes version.
     Config {
         /// The Kubernetes version the config is for.
@@ -93,6 +143,19 @@ enum Create {
 enum Init {
     /// Initialise the operating system of every node (playbooks/init_os.yaml).
     Os(Box<Builtin>),
+    /// Install an image registry on the image_registry hosts (playbooks/init_registry.yaml,
+    /// tag image_registry).
+    Registry(Box<Builtin>),
+}
+
+/// `kk create cluster`.
+#[derive(Args)]
+struct CreateCluster {
+    /// Do not ask for confirmation.
+    #[arg(short = 'y', long)]
+    yes: bool,
+    #[command(flatten)]
+    builtin: Builtin,
 }
 
 #[derive(Subcommand)]
@@ -100,6 +163,9 @@ enum Artifact {
     /// Download everything the config needs and pack it into an offline package
     /// (playbooks/artifact_export.yaml).
     Export(Box<Builtin>),
+    /// Pull the config's images into the work dir and/or push them to the image registry
+    /// (playbooks/artifact_images.yaml, tags pull and push).
+    Images(Box<lifecycle::ArtifactImages>),
 }
 
 /// Options of the commands that run a bundled playbook: `kk run`'s, plus these.
@@ -190,6 +256,8 @@ struct Preset {
     tags: Vec<String>,
     /// The inventory when `-i` is not given.
     default_inventory: Option<PathBuf>,
+    /// `(group, host)` pairs added to the inventory for this run.
+    groups_add: Vec<(String, String)>,
 }
 
 /// Sets `a.b.c` in a variable map, creating the mappings on the way.
@@ -227,10 +295,13 @@ fn build_options(
         .inventory
         .clone()
         .or_else(|| preset.default_inventory.clone());
-    let inventory = match &inventory_path {
+    let mut inventory = match &inventory_path {
         Some(p) => Inventory::load(p)?,
         None => Inventory::empty(),
     };
+    for (group, host) in &preset.groups_add {
+        inventory.add_to_group(host, group)?;
+    }
     let mut config = match &c.config {
         Some(p) => load_config(p)?,
         None => VarMap::new(),
@@ -302,11 +373,21 @@ async fn run(playbook: PathBuf, common: &Common, preset: Preset) -> Result<i32, 
 /// Runs one of the bundled playbooks (`playbooks/<name>.yaml`) with a built-in command's
 /// options; without `-i` the bundled localhost inventory is used.
 async fn run_builtin(name: &str, b: &Builtin, tags: Vec<String>) -> Result<i32, Error> {
+    let plan = lifecycle::Plan {
+        tags,
+        ..lifecycle::Plan::default()
+    };
+    run_plan(name, b, plan).await
+}
+
+/// Runs a bundled playbook with a command's plan (tags, config values, group additions).
+async fn run_plan(name: &str, b: &Builtin, plan: lifecycle::Plan) -> Result<i32, Error> {
     let root = bundle::extract(&workdir_of(&b.common))?;
     let mut preset = Preset {
-        tags,
+        tags: plan.tags,
+        config: plan.config,
         default_inventory: Some(root.join("builtin/inventory/localhost.yaml")),
-        ..Preset::default()
+        groups_add: plan.groups_add,
     };
     if let Some(v) = &b.with_kubernetes {
         preset
@@ -388,21 +469,45 @@ fn main() -> ExitCode {
             Err(_) => ExitCode::from(1),
         };
     }
-    let cli = Cli::parse();
+    let matches = available(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let code = match cli.command {
-        Command::Version => {
-            println!("kk {}", env!("CARGO_PKG_VERSION"));
+        Command::Version { short } => {
+            version::print(short);
             0
         }
         Command::Run { playbook, common } => block_on(run(playbook, &common, Preset::default())),
         Command::Precheck { checks, builtin } => {
             block_on(run_builtin("precheck", &builtin, checks))
         }
-        Command::Create(Create::Cluster(b)) => block_on(run_builtin("create_cluster", &b, vec![])),
+        Command::Create(Create::Cluster(c)) => {
+            let question = lifecycle::create_question(&c.builtin);
+            let plan = question.map(|q| lifecycle::Plan {
+                playbook: "create_cluster",
+                confirm: Some(q),
+                ..lifecycle::Plan::default()
+            });
+            execute(&c.builtin, plan, c.yes)
+        }
         Command::Init(Init::Os(b)) => block_on(run_builtin("init_os", &b, vec![])),
+        Command::Init(Init::Registry(b)) => execute(&b, Ok(lifecycle::init_registry()), false),
         Command::Artifact(Artifact::Export(b)) => {
             block_on(run_builtin("artifact_export", &b, vec![]))
         }
+        Command::Artifact(Artifact::Images(a)) => {
+            execute(&a.builtin, Ok(lifecycle::artifact_images(&a)), false)
+        }
+        Command::Add(Add::Nodes(a)) => execute(&a.builtin, lifecycle::add_nodes(&a), false),
+        Command::Delete(Delete::Nodes(d)) => {
+            execute(&d.builtin, lifecycle::delete_nodes(&d), d.delete.yes)
+        }
+        Command::Delete(Delete::Cluster(d)) => {
+            execute(&d.builtin, lifecycle::delete_cluster(&d), d.delete.yes)
+        }
+        Command::Delete(Delete::Registry(d)) => {
+            execute(&d.builtin, lifecycle::delete_registry(&d), d.delete.yes)
+        }
+        Command::Certs(Certs::Renew(b)) => execute(&b, Ok(lifecycle::certs_renew()), false),
         Command::Create(Create::Config {
             with_kubernetes,
             output,
@@ -412,6 +517,89 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(code as u8)
+}
+
+/// Runs a command's plan: its input checks already passed (or `plan` is their error), then
+/// the confirmation, the playbook, and after a successful run the `--override` edit.
+fn execute(b: &Builtin, plan: Result<lifecycle::Plan, Error>, yes: bool) -> i32 {
+    let mut plan = match plan {
+        Ok(p) => p,
+        Err(e) => return finish(Err(e)),
+    };
+    if let Some(q) = plan.confirm.take() {
+        if !lifecycle::confirm(&q, yes) {
+            eprintln!("cancelled: nothing was changed");
+            return 1;
+        }
+    }
+    let edit = plan.edit.take();
+    let name = plan.playbook;
+    let code = block_on(run_plan(name, b, plan));
+    match edit {
+        Some(edit) if code == 0 => finish(edit.write()),
+        Some(edit) => {
+            eprintln!(
+                "--override: the run failed; {} was not changed",
+                edit.path.display()
+            );
+            code
+        }
+        None => code,
+    }
+}
+
+/// The commands of the bundled playbooks that are missing from this build are left out
+/// of the command line (as unknown commands), so none fails for want of its playbook.
+fn available(cli: clap::Command) -> clap::Command {
+    const NEEDS: [(&str, &str, &str); 7] = [
+        ("add", "nodes", "add_nodes"),
+        ("delete", "cluster", "delete_cluster"),
+        ("delete", "nodes", "delete_nodes"),
+        ("delete", "registry", "delete_registry"),
+        ("certs", "renew", "certs_renew"),
+        ("init", "registry", "init_registry"),
+        ("artifact", "images", "artifact_images"),
+    ];
+    let mut cli = cli;
+    for parent in ["add", "delete", "certs", "init", "artifact"] {
+        let missing: Vec<&str> = NEEDS
+            .iter()
+            .filter(|(p, _, book)| {
+                *p == parent && bundle::file(&format!("playbooks/{}.yaml", book)).is_none()
+            })
+            .map(|(_, sub, _)| *sub)
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        cli = cli.mut_subcommand(parent, |c| {
+            let kept: Vec<clap::Command> = c
+                .get_subcommands()
+                .filter(|s| !missing.contains(&s.get_name()))
+                .cloned()
+                .collect();
+            let mut pruned = clap::Command::new(parent)
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                .hide(kept.is_empty())
+                .subcommands(kept);
+            if let Some(about) = c.get_about() {
+                pruned = pruned.about(about.clone());
+            }
+            pruned
+        });
+    }
+    // A replaced command loses its place in the help: keep the declaration order.
+    let names: Vec<&'static str> = [
+        "run", "precheck", "create", "add", "delete", "certs", "init", "artifact", "version",
+    ]
+    .into_iter()
+    .filter(|n| cli.find_subcommand(n).is_some())
+    .collect();
+    for (i, n) in names.into_iter().enumerate() {
+        cli = cli.mut_subcommand(n, |c| c.display_order(i));
+    }
+    cli
 }
 
 /// The exit code of a command that runs no playbook, printing its error if any.
