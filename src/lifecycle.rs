@@ -505,3 +505,7 @@ pub fn confirm(question: &str, yes: bool) -> bool {
     }
     answer.trim().eq_ignore_ascii_case("yes")
 }
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;

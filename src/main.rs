@@ -526,8 +526,10 @@ fn execute(b: &Builtin, plan: Result<lifecycle::Plan, Error>, yes: bool) -> i32 
         Ok(p) => p,
         Err(e) => return finish(Err(e)),
     };
+    // A --check run changes nothing: no question, and no inventory edit after it.
+    let check = b.common.check;
     if let Some(q) = plan.confirm.take() {
-        if !lifecycle::confirm(&q, yes) {
+        if !lifecycle::confirm(&q, yes || check) {
             eprintln!("cancelled: nothing was changed");
             return 1;
         }
@@ -536,6 +538,13 @@ fn execute(b: &Builtin, plan: Result<lifecycle::Plan, Error>, yes: bool) -> i32 
     let name = plan.playbook;
     let code = block_on(run_plan(name, b, plan));
     match edit {
+        Some(edit) if check => {
+            eprintln!(
+                "--override: a --check run; {} was not changed",
+                edit.path.display()
+            );
+            code
+        }
         Some(edit) if code == 0 => finish(edit.write()),
         Some(edit) => {
             eprintln!(

@@ -417,7 +417,7 @@ fn confirmation_is_asked_on_a_terminal_only() {
 }
 
 #[test]
-fn override_leaves_the_inventory_alone_when_the_run_fails() {
+fn override_leaves_the_inventory_alone_after_a_failed_or_check_run() {
     let p = Project::new();
     p.file("inventory.yaml", INVENTORY);
     for (cmd, playbook) in [
@@ -440,6 +440,16 @@ fn override_leaves_the_inventory_alone_when_the_run_fails() {
         assert!(
             r.stderr
                 .contains("--override: the run failed; inventory.yaml was not changed"),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(p.read("inventory.yaml"), INVENTORY);
+        // A --check run never edits it either.
+        args.push("--check");
+        let r = p.kk(&args);
+        assert!(
+            r.stderr
+                .contains("--override: a --check run; inventory.yaml was not changed"),
             "{}",
             r.stderr
         );
