@@ -78,7 +78,10 @@ enum Add {
     /// Add nodes to the cluster (playbooks/add_nodes.yaml). The nodes must be hosts of the
     /// inventory (-i): name their roles with --control-plane/--worker/--etcd, or put them in
     /// the groups yourself and give no flag (every node not installed yet is added).
-    #[command(visible_alias = "node")]
+    #[command(
+        visible_alias = "node",
+        after_help = "Example:\n  kk add nodes --worker node7 --etcd node8 -i inventory.yaml -c config.yaml --override"
+    )]
     Nodes(Box<lifecycle::AddNodes>),
 }
 
@@ -86,14 +89,23 @@ enum Add {
 enum Delete {
     /// Delete the cluster: Kubernetes on every node (playbooks/delete_cluster.yaml); asks
     /// first on a terminal.
+    #[command(
+        after_help = "Example:\n  kk delete cluster --all --with-data -i inventory.yaml -c config.yaml"
+    )]
     Cluster(Box<lifecycle::Delete>),
     /// Drain and delete nodes and uninstall Kubernetes from them
     /// (playbooks/delete_nodes.yaml); asks first on a terminal. A delete that would leave no
     /// control plane node is refused.
-    #[command(visible_alias = "node")]
+    #[command(
+        visible_alias = "node",
+        after_help = "Example:\n  kk delete nodes node6 -i inventory.yaml -c config.yaml --override"
+    )]
     Nodes(Box<lifecycle::DeleteNodes>),
     /// Delete the image registry kk installed (playbooks/delete_registry.yaml); asks first
     /// on a terminal.
+    #[command(
+        after_help = "Example:\n  kk delete registry --all -i inventory.yaml -c config.yaml"
+    )]
     Registry(Box<lifecycle::Delete>),
 }
 
@@ -101,6 +113,7 @@ enum Delete {
 enum Certs {
     /// Renew the certificates of etcd, Kubernetes and the image registry
     /// (playbooks/certs_renew.yaml, tag certs).
+    #[command(after_help = "Example:\n  kk certs renew -i inventory.yaml -c config.yaml")]
     Renew(Box<Builtin>),
 }
 
@@ -145,6 +158,7 @@ enum Init {
     Os(Box<Builtin>),
     /// Install an image registry on the image_registry hosts (playbooks/init_registry.yaml,
     /// tag image_registry).
+    #[command(after_help = "Example:\n  kk init registry -i inventory.yaml -c config.yaml")]
     Registry(Box<Builtin>),
 }
 
@@ -165,6 +179,9 @@ enum Artifact {
     Export(Box<Builtin>),
     /// Pull the config's images into the work dir and/or push them to the image registry
     /// (playbooks/artifact_images.yaml, tags pull and push).
+    #[command(
+        after_help = "Example:\n  kk artifact images --pull -c config.yaml\n  kk artifact images --push -i inventory.yaml -c config.yaml"
+    )]
     Images(Box<lifecycle::ArtifactImages>),
 }
 

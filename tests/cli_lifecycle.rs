@@ -133,6 +133,15 @@ fn help_of_every_command_is_complete() {
         if playbook != "precheck" {
             assert!(text.contains(&format!("{}.yaml", playbook)), "{}", r.stdout);
         }
+        if playbook != "precheck" && playbook != "create_cluster" {
+            let example = format!("Example:   kk {}", cmd.join(" "));
+            assert!(
+                text.contains(&example),
+                "{:?}: no example\n{}",
+                cmd,
+                r.stdout
+            );
+        }
     }
     // `node` is an alias of `nodes`, as upstream.
     if bundled("delete_nodes") {
