@@ -283,8 +283,13 @@ pub fn add_nodes(a: &AddNodes) -> Result<Plan, Error> {
             }
         }
     }
-    plan.config.push(("add_nodes", Value::from(all)));
+    plan.config.push(("add_nodes", Value::from(all.clone())));
     if a.override_inventory && !changes.is_empty() {
+        let mut inv = inv;
+        for (g, h) in &plan.groups_add {
+            inv.add_to_group(h, g)?;
+        }
+        within_limit(&inv, &a.builtin, &all)?;
         plan.edit = Some(Edit::checked(path, changes)?);
     }
     Ok(plan)
@@ -352,9 +357,27 @@ pub fn delete_nodes(d: &DeleteNodes) -> Result<Plan, Error> {
                 changes.push(Change::remove(ETCD, n));
             }
         }
+        within_limit(&inv, &d.builtin, &nodes)?;
         plan.edit = Some(Edit::checked(path, changes)?);
     }
     Ok(plan)
+}
+
+/// `--override` records what the run did to the nodes: with `--limit`, every node must be
+/// inside the limit (a run that skips a node must not edit its groups).
+fn within_limit(inv: &Inventory, b: &Builtin, nodes: &[String]) -> Result<(), Error> {
+    let Some(limit) = &b.common.limit else {
+        return Ok(());
+    };
+    let selected = inv.select(limit)?;
+    if let Some(n) = nodes.iter().find(|n| !selected.contains(n)) {
+        return Err(options_error(format!(
+            "--override with --limit {}: {} is outside the limit, so the run would not change it",
+            limit, n
+        ))
+        .help("widen --limit to the nodes, or drop --override and edit the inventory by hand"));
+    }
+    Ok(())
 }
 
 /// The `delete.*` variables upstream sets: `--all` → cri, dns (+ etcd, image_registry for

@@ -246,6 +246,21 @@ fn input_errors_are_refused_before_any_host_is_touched() {
             5,
             &["--override", "Ansible"],
         );
+        // --override records what the run did: a node outside --limit is refused.
+        refused(
+            &p,
+            &with(&[
+                "add",
+                "nodes",
+                "--worker",
+                "node3",
+                "--override",
+                "-l",
+                "node1",
+            ]),
+            5,
+            &["--override with --limit node1: node3 is outside the limit"],
+        );
         // A file that does not load: 4.
         p.file("broken.yaml", "kind: Inventory\nspec: [\n");
         refused(
