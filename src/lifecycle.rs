@@ -241,8 +241,8 @@ fn describe_hosts(inv: &Inventory, hosts: &[String]) -> String {
         .join(", ")
 }
 
-/// A boolean of the config as the run will see it (config file, then --set).
-fn config_bool(b: &Builtin, path: &[&str]) -> Result<bool, Error> {
+/// A value of the config as the run will see it (config file, then --set).
+fn config_value(b: &Builtin, path: &[&str]) -> Result<Option<Value>, Error> {
     let mut config = match &b.common.config {
         Some(p) => load_config(p)?,
         None => VarMap::new(),
@@ -254,7 +254,7 @@ fn config_bool(b: &Builtin, path: &[&str]) -> Result<bool, Error> {
     for k in &path[1..] {
         v = v.and_then(|x| x.get(*k));
     }
-    Ok(v.and_then(Value::as_bool).unwrap_or(false))
+    Ok(v.cloned())
 }
 
 /// `kk add nodes`: the nodes join the named groups for this run (and the file with
@@ -313,7 +313,12 @@ pub fn delete_nodes(d: &DeleteNodes) -> Result<Plan, Error> {
             nodes.push(n.clone());
         }
     }
-    let delete_etcd = d.delete.all || config_bool(&d.builtin, &["delete", "etcd"])?;
+    let delete_etcd = d.delete.all
+        || config_value(&d.builtin, &["delete", "etcd"])?.and_then(|v| v.as_bool()) == Some(true);
+    // etcd is only scaled down when kk runs it (external, the default).
+    let external_etcd = config_value(&d.builtin, &["etcd", "deployment_type"])?
+        .and_then(|v| v.as_str().map(str::to_string))
+        .is_none_or(|t| t == "external");
     let left = |group: &str| -> (Vec<String>, Vec<String>) {
         let m = members(&inv, group);
         m.into_iter().partition(|h| !nodes.contains(h))
@@ -328,7 +333,7 @@ pub fn delete_nodes(d: &DeleteNodes) -> Result<Plan, Error> {
         .help("keep at least one control plane node, add one first (kk add nodes --control-plane <node>), or delete the whole cluster (kk delete cluster)"));
     }
     let (etcd_left, etcd_gone) = left(ETCD);
-    if delete_etcd && etcd_left.is_empty() && !etcd_gone.is_empty() {
+    if delete_etcd && external_etcd && etcd_left.is_empty() && !etcd_gone.is_empty() {
         return Err(options_error(format!(
             "deleting {} with --all would remove every etcd member ({})",
             nodes.join(", "),

@@ -245,3 +245,32 @@ fn tags_of_certs_registry_and_images() {
         assert_eq!(artifact_images(&a).tags, tags, "{:?}", flags);
     }
 }
+
+#[test]
+fn the_last_etcd_member_is_kept_only_when_kk_runs_etcd() {
+    let d = Dir::new();
+    std::fs::write(
+        d.inv(),
+        INVENTORY
+            .replace("[node1, node2]}", "[node1, node4]}")
+            .replace(
+                "etcd: {hosts: [node1, node2, node3]}",
+                "etcd: {hosts: [node1]}",
+            ),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["delete", "nodes", "node1", "--all", "-i"];
+        let inv = d.inv();
+        args.push(&inv);
+        args.extend_from_slice(extra);
+        let Command::Delete(DeleteCmd::Nodes(n)) = parse(&args) else {
+            panic!()
+        };
+        delete_nodes(&n).map(|_| ()).map_err(|e| e.render())
+    };
+    let e = run(&[]).unwrap_err();
+    assert!(e.contains("every etcd member (node1)"), "{}", e);
+    // Stacked etcd (kubeadm's): kk does not scale it, nothing to protect here.
+    run(&["--set", "etcd.deployment_type=internal"]).unwrap();
+}
