@@ -58,6 +58,11 @@ fn cannot(origin: &str, why: impl Into<String>) -> Error {
 /// The inventory text with the changes applied. Changes that are already true (a host
 /// already in the group, or not in it) are skipped; `Ok(None)` means nothing to write.
 pub fn apply(origin: &str, text: &str, changes: &[Change]) -> Result<Option<String>, Error> {
+    // Edit with `\n` line ends; a CRLF file gets CRLF back.
+    if text.contains("\r\n") {
+        let edited = apply(origin, &text.replace("\r\n", "\n"), changes)?;
+        return Ok(edited.map(|t| t.replace('\n', "\r\n")));
+    }
     let inv = load(origin, text)?;
     let groups = inv.groups();
     let member = |g: &str, h: &str| groups.get(g).is_some_and(|m| m.iter().any(|x| x == h));

@@ -269,3 +269,25 @@ fn shapes_it_cannot_edit_are_refused() {
     );
     assert!(e.contains("flow mapping"), "{}", e);
 }
+
+#[test]
+fn crlf_files_keep_their_line_ends() {
+    let text = format!(
+        "{}  groups:\n    kube_worker:\n      hosts:\n        - node1\n",
+        HOSTS
+    )
+    .replace('\n', "\r\n");
+    let out = apply(
+        "inventory.yaml",
+        &text,
+        &[Change::add("kube_worker", "node2")],
+    )
+    .unwrap()
+    .unwrap();
+    assert!(
+        out.ends_with("        - node1\r\n        - node2\r\n"),
+        "{:?}",
+        out
+    );
+    assert!(!out.replace("\r\n", "").contains('\n'), "{:?}", out);
+}
