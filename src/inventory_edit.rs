@@ -5,7 +5,8 @@
 //! last item of a block list and drops `- node` lines; it silently does nothing for flow
 //! lists (`hosts: [a, b]`), groups without `hosts:`, and missing groups. This editor handles
 //! the shapes our inventories use: block lists, flow lists (rewritten on one line), `hosts:`
-//! with no value, groups without `hosts:`, missing groups (appended to `spec.groups`). It
+//! with no value, groups without `hosts:`, missing groups (appended to `spec.groups`), and
+//! Ansible's form (`node:` keys under a group's `hosts:`, groups under `children:`). It
 //! is planned before the run (an inventory it cannot edit is refused before any host is
 //! touched) and the result is checked by loading it back: the edited groups must hold
 //! exactly the expected hosts and nothing else may change.
@@ -125,10 +126,7 @@ fn verify(origin: &str, before: &Inventory, text: &str, changes: &[&Change]) -> 
 /// Applies one change to `lines` (the file split on `\n`), using `root` parsed from them.
 fn edit_one(origin: &str, root: &Node, lines: &mut Vec<String>, c: &Change) -> Result<(), Error> {
     if root.get("kind").is_none() && root.get("spec").is_none() {
-        return Err(cannot(
-            origin,
-            "it is an Ansible-form inventory; --override edits KubeKey inventories (kind: Inventory)",
-        ));
+        return edit_ansible(origin, root, lines, c);
     }
     let Some(spec) = root.get("spec").filter(|s| matches!(s.value, Yaml::Map(_))) else {
         return Err(cannot(origin, "it has no `spec:` mapping"));
@@ -212,6 +210,145 @@ fn edit_one(origin: &str, root: &Node, lines: &mut Vec<String>, c: &Change) -> R
             format!("group {} is {}, not a mapping", c.group, group.type_name()),
         )),
     }
+}
+
+/// Ansible's form: groups are top-level keys or `children:` entries (at any depth), and
+/// `hosts:` is a mapping of host names (`node1:` or `node1: {vars}`).
+fn edit_ansible(
+    origin: &str,
+    root: &Node,
+    lines: &mut Vec<String>,
+    c: &Change,
+) -> Result<(), Error> {
+    if is_flow(lines, root) {
+        return Err(cannot(origin, "the inventory is a flow mapping `{...}`"));
+    }
+    let Some((parent, group)) = find_ansible_group(root, &c.group) else {
+        if !c.add {
+            return Ok(());
+        }
+        // A new group at the end of `all.children`.
+        let children = root
+            .get("all")
+            .and_then(|a| a.get("children"))
+            .filter(|ch| matches!(ch.value, Yaml::Map(_)) && !is_flow(lines, ch))
+            .ok_or_else(|| {
+                cannot(
+                    origin,
+                    format!(
+                        "there is no group {} and no block `all: children:` to add it to",
+                        c.group
+                    ),
+                )
+            })?;
+        let ci = children.span.col - 1;
+        let end = block_end(lines, children.span.line - 1, ci);
+        let pad = " ".repeat(ci);
+        let new = vec![
+            format!("{}{}:", pad, c.group),
+            format!("{}  hosts:", pad),
+            format!("{}    {}:", pad, quote(&c.host)),
+        ];
+        lines.splice(end..end, new);
+        return Ok(());
+    };
+    let pindent = parent.span.col - 1;
+    let key_line = find_key_line(lines, parent.span.line - 1, pindent, &c.group)
+        .ok_or_else(|| cannot(origin, format!("cannot find the line of group {}", c.group)))?;
+    let entry = format!("{}:", quote(&c.host));
+    match &group.value {
+        Yaml::Null if c.add => {
+            let pad = " ".repeat(pindent + 2);
+            lines.splice(
+                key_line + 1..key_line + 1,
+                vec![format!("{}hosts:", pad), format!("{}  {}", pad, entry)],
+            );
+            Ok(())
+        }
+        Yaml::Null => Err(not_listed(origin, c)),
+        Yaml::Map(_) if is_flow(lines, group) => Err(cannot(
+            origin,
+            format!("group {} is a flow mapping `{{...}}`", c.group),
+        )),
+        Yaml::Map(_) => {
+            let kindent = group.span.col - 1;
+            let Some(hosts) = group.get("hosts") else {
+                if !c.add {
+                    return Err(not_listed(origin, c));
+                }
+                let pad = " ".repeat(kindent);
+                lines.splice(
+                    key_line + 1..key_line + 1,
+                    vec![format!("{}hosts:", pad), format!("{}  {}", pad, entry)],
+                );
+                return Ok(());
+            };
+            let hline = find_key_line(lines, group.span.line - 1, kindent, "hosts")
+                .ok_or_else(|| cannot(origin, format!("cannot find `hosts:` of {}", c.group)))?;
+            match &hosts.value {
+                Yaml::Null if c.add => {
+                    lines.insert(hline + 1, format!("{}  {}", " ".repeat(kindent), entry));
+                    Ok(())
+                }
+                Yaml::Map(_) if !is_flow(lines, hosts) => {
+                    let hi = hosts.span.col - 1;
+                    if c.add {
+                        let end = block_end(lines, hosts.span.line - 1, hi);
+                        lines.insert(end, format!("{}{}", " ".repeat(hi), entry));
+                        return Ok(());
+                    }
+                    let Some(vars) = hosts.get(&c.host) else {
+                        return Err(not_listed(origin, c));
+                    };
+                    if !(vars.is_null() || vars.entries().is_empty() && is_flow(lines, vars)) {
+                        return Err(cannot(
+                            origin,
+                            format!("{} has its variables under group {}; move them to `all: hosts:` first", c.host, c.group),
+                        ));
+                    }
+                    let l = find_key_line(lines, hosts.span.line - 1, hi, &c.host).ok_or_else(
+                        || cannot(origin, format!("cannot find the line of {}", c.host)),
+                    )?;
+                    lines.remove(l);
+                    if hosts.entries().len() == 1 {
+                        let h = &mut lines[hline];
+                        let (code, comment) = split_comment(h);
+                        *h = format!("{} {{}}{}", code.trim_end(), comment);
+                    }
+                    Ok(())
+                }
+                _ if !c.add => Err(not_listed(origin, c)),
+                _ => Err(cannot(
+                    origin,
+                    format!("`hosts` of group {} is not a block mapping", c.group),
+                )),
+            }
+        }
+        _ => Err(cannot(
+            origin,
+            format!("group {} is {}, not a mapping", c.group, group.type_name()),
+        )),
+    }
+}
+
+/// An Ansible group by name with the mapping it is a key of (the root or a `children:`).
+fn find_ansible_group<'a>(root: &'a Node, name: &str) -> Option<(&'a Node, &'a Node)> {
+    fn walk<'a>(map: &'a Node, name: &str, top: bool) -> Option<(&'a Node, &'a Node)> {
+        for (k, v) in map.entries() {
+            if k == name && !(top && k == "all") {
+                return Some((map, v));
+            }
+        }
+        for (_, group) in map.entries() {
+            if let Some(children) = group.get("children") {
+                if let Some(found) = walk(children, name, false) {
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+    walk(root, name, true)
 }
 
 fn not_listed(origin: &str, c: &Change) -> Error {

@@ -253,15 +253,6 @@ fn shapes_it_cannot_edit_are_refused() {
         &[Change::remove("kube_worker", "node1")],
     );
     assert!(e.contains("several lines"), "{}", e);
-    // Ansible's form.
-    let e = apply(
-        "inv.yaml",
-        "all:\n  hosts:\n    node1:\n  children:\n    kube_worker:\n      hosts:\n        node1:\n",
-        &[Change::add("etcd", "node1")],
-    )
-    .unwrap_err()
-    .render();
-    assert!(e.contains("Ansible"), "{}", e);
     // Flow `spec.groups`.
     let e = refused(
         "  groups: {kube_worker: {hosts: [node1]}}\n",
@@ -290,4 +281,72 @@ fn crlf_files_keep_their_line_ends() {
         out
     );
     assert!(!out.replace("\r\n", "").contains('\n'), "{:?}", out);
+}
+
+#[test]
+fn ansible_inventories_are_edited_too() {
+    let text = "all:
+  hosts:
+    node1: {ansible_host: 10.0.0.1}
+    node2:
+    node3:
+  children:
+    # control plane
+    kube_control_plane:
+      hosts:
+        node1:
+    kube_worker:
+      hosts:
+        node2:   # the first worker
+      vars: {w: 1}
+    k8s_cluster:
+      children:
+        kube_control_plane:
+        kube_worker:
+";
+    let out = apply(
+        "inv.yaml",
+        text,
+        &[
+            Change::add("kube_worker", "node3"),
+            Change::add("etcd", "node1"),
+            Change::remove("kube_worker", "node2"),
+        ],
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        out,
+        "all:
+  hosts:
+    node1: {ansible_host: 10.0.0.1}
+    node2:
+    node3:
+  children:
+    # control plane
+    kube_control_plane:
+      hosts:
+        node1:
+    kube_worker:
+      hosts:
+        node3:
+      vars: {w: 1}
+    k8s_cluster:
+      children:
+        kube_control_plane:
+        kube_worker:
+    etcd:
+      hosts:
+        node1:
+"
+    );
+    // A host whose variables live under the group cannot be removed by a line edit.
+    let e = apply(
+        "inv.yaml",
+        "all:\n  children:\n    kube_worker:\n      hosts:\n        node1: {ansible_port: 2222}\n",
+        &[Change::remove("kube_worker", "node1")],
+    )
+    .unwrap_err()
+    .render();
+    assert!(e.contains("its variables"), "{}", e);
 }

@@ -244,7 +244,10 @@ fn input_errors_are_refused_before_any_host_is_touched() {
                 "ansible.yaml",
             ],
             5,
-            &["--override", "Ansible"],
+            &[
+                "--override cannot edit ansible.yaml",
+                "no block `all: children:`",
+            ],
         );
         // --override records what the run did: a node outside --limit is refused.
         refused(
