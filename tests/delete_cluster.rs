@@ -1,9 +1,9 @@
 //! The delete playbooks end to end on two real test hosts: `kk create cluster` (1 control
 //! plane kk-cp1, also the external etcd member, and 1 worker kk-w1; Kubernetes v1.30.8,
-//! cilium, containerd), then playbooks/delete_nodes.yaml removes the worker (cordoned,
-//! drained and deleted through the FAKE kubectl on kk-cp1, its Kubernetes and runtime
-//! uninstalled), then playbooks/delete_cluster.yaml with everything selected (`--all
-//! --with-data`: delete.cri, etcd, dns, image_registry, data) removes the rest. Each host is
+//! cilium, containerd), then `kk delete nodes kk-w1 --all --with-data` removes the worker
+//! (cordoned, drained and deleted through the FAKE kubectl on kk-cp1, its Kubernetes and
+//! runtime uninstalled), then `kk delete cluster --all --with-data` (delete.cri, etcd, dns,
+//! image_registry, data) removes the rest. Each host is
 //! then compared with what it was before the create — its files outside /var/log and /tmp,
 //! its systemd unit files and their states, its processes and its listening sockets — and
 //! every difference is printed; any fails the test. Deleting again changes nothing, and a
@@ -156,9 +156,6 @@ fn changed(r: &Run) -> Vec<String> {
         .collect()
 }
 
-const ALL: &str =
-    r#"{"delete": {"cri": true, "etcd": true, "dns": true, "image_registry": true, "data": true}}"#;
-
 #[test]
 fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
     let bed = TestBed::start(2).expect("boot test hosts");
@@ -192,16 +189,17 @@ fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
         r.describe()
     );
     assert!(changed(&r).is_empty(), "{:#?}", changed(&r));
+    let r = p.kk_flow(&["delete", "nodes", "kk-cp1", "--yes"], &[]);
+    assert_ne!(r.code, 0, "{}", r.describe());
     assert_eq!(
         sh(&bed, 0, "systemctl is-active kubelet etcd"),
         "active\nactive"
     );
 
-    // 1. The worker goes: drained and deleted through kubectl on kk-cp1, then uninstalled
-    //    with its runtime. kk-cp1 keeps running.
-    let del_w1 =
-        r#"{"delete_nodes": ["kk-w1"], "delete": {"cri": true, "dns": true, "data": true}}"#;
-    let r = run(&p, "delete_nodes.yaml", del_w1);
+    // 1. The worker goes (`--all`: its runtime too): drained and deleted through kubectl
+    //    on kk-cp1, then uninstalled. kk-cp1 keeps running.
+    let del_w1 = ["delete", "nodes", "kk-w1", "--all", "--with-data", "--yes"];
+    let r = p.kk_flow(&del_w1, &[]);
     r.code(0);
     assert!(failures(&r).is_empty(), "{:#?}", failures(&r));
     eprintln!("delete nodes kk-w1: {:.0}s", t.elapsed().as_secs_f64());
@@ -254,7 +252,7 @@ fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
     );
 
     // Again: nothing to do.
-    let r = run(&p, "delete_nodes.yaml", del_w1);
+    let r = p.kk_flow(&del_w1, &[]);
     r.code(0);
     assert!(
         changed(&r).is_empty(),
@@ -263,20 +261,12 @@ fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
     );
 
     // 2. The cluster goes, with everything: --check first changes nothing.
+    let del_all = ["delete", "cluster", "--all", "--with-data", "--yes"];
     let before_check: Vec<Vec<String>> = (0..2).map(|i| state(&bed, i)).collect();
-    let r = p.kk_flow(
-        &[
-            "run",
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("playbooks/delete_cluster.yaml")
-                .to_str()
-                .unwrap(),
-        ],
-        &["-e", ALL, "--check"],
-    );
+    let r = p.kk_flow(&del_all, &["--check"]);
     r.code(0);
-    for i in 0..2 {
-        let d = diff(&before_check[i], &state(&bed, i));
+    for (i, before) in before_check.iter().enumerate() {
+        let d = diff(before, &state(&bed, i));
         assert!(
             d.is_empty(),
             "--check changed {}:\n{}",
@@ -290,25 +280,26 @@ fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
     );
 
     let t = std::time::Instant::now();
-    let r = run(&p, "delete_cluster.yaml", ALL);
+    let r = p.kk_flow(&del_all, &[]);
     r.code(0);
     assert!(failures(&r).is_empty(), "{:#?}", failures(&r));
     eprintln!("delete cluster: {:.0}s", t.elapsed().as_secs_f64());
     let mut all = Vec::new();
-    for i in 0..2 {
-        let d = diff(&fresh[i], &state(&bed, i));
+    for (i, f) in fresh.iter().enumerate() {
+        let d = diff(f, &state(&bed, i));
         if !d.is_empty() {
             all.push(format!(
-                "{} differs from its fresh state:\n{}",
+                "{} differs from its fresh state:\n{}\n{}",
                 NAMES[i],
-                d.join("\n")
+                d.join("\n"),
+                detail(&bed, i)
             ));
         }
     }
     assert!(all.is_empty(), "{}", all.join("\n\n"));
 
     // 3. Again: nothing changes.
-    let r = run(&p, "delete_cluster.yaml", ALL);
+    let r = p.kk_flow(&del_all, &[]);
     r.code(0);
     assert!(
         changed(&r).is_empty(),
