@@ -188,6 +188,7 @@ fn registry_docker_and_push_for_real() {
 
     // --check on fresh hosts: reports what it would change, changes nothing.
     let before: Vec<Vec<String>> = (0..2).map(|i| listing(&bed, i, WATCHED)).collect();
+    let fresh_reg1 = before[0].clone();
     let c1 = run(&p, &pb, &["--check"]);
     c1.code(0);
     assert!(changed(&c1, "reg1") > 0, "{}", c1.describe());
@@ -387,6 +388,30 @@ fn registry_docker_and_push_for_real() {
             &format!("bad input, host {}", i),
         );
     }
+
+    // `kk delete registry --all --with-data`: the registry, its images, docker-compose,
+    // Docker and its containerd leave reg1 as it was before the install (the watched
+    // trees), with no unit, process or socket of theirs; a second delete changes nothing.
+    p.file("inventory.yaml", &inventory(&bed, "[reg1]"));
+    let del = ["delete", "registry", "--all", "--with-data", "--yes"];
+    let r = p.kk_flow(&del, &[]);
+    r.code(0);
+    assert!(changed(&r, "reg1") > 0, "{}", r.describe());
+    same_listing(
+        &fresh_reg1,
+        &listing(&bed, 0, WATCHED),
+        "reg1 after delete registry",
+    );
+    let left = sh(
+        &bed,
+        0,
+        "systemctl list-unit-files --no-legend | grep -E '^(docker|containerd|docker-registry)' || true; \
+         pgrep -l -x 'dockerd|containerd|registry|containerd-shim' || true; ip -o link show docker0 2>/dev/null || true",
+    );
+    assert!(left.is_empty(), "left on reg1: {}", left);
+    let r = p.kk_flow(&del, &[]);
+    r.code(0);
+    assert_eq!(changed(&r, "reg1"), 0, "{}", r.describe());
 }
 
 /// `docker-compose -f <file> config -q` with trixie's docker-compose: the file parses.
