@@ -500,6 +500,51 @@ fn storage_multipath_network_and_security_then_again_with_no_change() {
         ),
         format!("{uuid_b}\nkept-b")
     );
+
+    // uninstall/storage (what `kk delete cluster|nodes --with-data` runs on these disks):
+    // --check changes nothing; then both mounts, their fstab lines and the filesystems (and
+    // disk A's partition table) are gone; a second run changes nothing.
+    std::os::unix::fs::symlink(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("roles"),
+        p.path("roles"),
+    )
+    .unwrap();
+    p.file(
+        "uninstall_storage.yaml",
+        "- hosts: k8s_cluster\n  gather_facts: false\n  roles: [defaults, uninstall/storage]\n",
+    );
+    let data = r#"{"delete": {"data": true}}"#;
+    let uninstall = |extra: &[&str]| {
+        let mut a = vec!["-l", NAMES[0], "-e", data];
+        a.extend_from_slice(extra);
+        p.kk_flow(&["run", "uninstall_storage.yaml"], &a)
+    };
+    let probe = format!(
+        "for m in /data/a /data/b; do mountpoint -q $m && echo mounted $m; done; \
+         grep ' /data/' /etc/fstab || true; blkid -p {a} {b} || true; lsblk -lnpo NAME,TYPE {a} | grep part || true",
+        a = disk_a.dev,
+        b = disk_b.dev
+    );
+    let mounted = sh(&bed, 0, &probe);
+    let check = uninstall(&["-C"]);
+    check.code(0);
+    assert!(
+        check.recap(NAMES[0])["changed"].as_i64() > Some(0),
+        "{}",
+        check.describe()
+    );
+    assert_eq!(sh(&bed, 0, &probe), mounted, "--check changed the disks");
+    let r = uninstall(&[]);
+    r.code(0);
+    assert_eq!(sh(&bed, 0, &probe), "", "{}", r.describe());
+    let again = uninstall(&[]);
+    again.code(0);
+    assert_eq!(
+        again.recap(NAMES[0])["changed"],
+        0,
+        "{}",
+        changed_tasks(&again, NAMES[0])
+    );
 }
 
 #[test]
