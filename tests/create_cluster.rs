@@ -30,19 +30,19 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::artifacts::{assert_landed, build_server, manifest, sha256_file};
+use common::artifacts::{assert_landed, manifest, sha256_file};
 use common::cluster::{
-    config_downloads_and_native, failures, files, kube_calls, line, listing, results,
+    config_downloads_and_native, failures, files, inits, join_token, kube_calls, kubeadm_config,
+    line, listing, results, serve_artifacts,
 };
-use common::cri::{busybox_layout, containerd_artifact, CONTAINERD_VERSION};
+use common::cri::{busybox_layout, CONTAINERD_VERSION};
 use common::docker::{compose_bin, docker_tgz, registry_image_tgz, COMPOSE_VERSION};
 use common::docker::{DOCKER_VERSION, REGISTRY_VERSION};
-use common::etcd::{build_etcd, ETCD_VERSION};
+use common::etcd::ETCD_VERSION;
 use common::fakes::{self, FakeArtifacts};
 use common::validate::{assert_kubernetes_valid, haproxy_check, systemd_verify};
 use common::{sh, Project, Run};
 use serde_json::Value;
-use testbed::http::HttpServer;
 use testbed::TestBed;
 
 /// Inventory names (the hosts boot as node1..node4, so every hostname changes).
@@ -66,15 +66,10 @@ fn inventory(bed: &TestBed) -> String {
     s
 }
 
-/// The artifacts of the install phase beyond tests/common/artifacts.rs's tree, served under
-/// `cn/`: their manifest entries, and their digests into `sums`; the FAKE Kubernetes tools,
-/// charts and calicoctl with their digests (for the config's download.sha256) in `fa`.
-fn serve_install_artifacts(
-    root: &Path,
-    scratch: &Path,
-    sums: &mut BTreeMap<&'static str, String>,
-    fa: &mut FakeArtifacts,
-) -> String {
+/// The artifacts beyond [`serve_artifacts`]'s, served under `cn/`: Docker, compose and the
+/// registry image (their manifest entries are returned), and the FAKE Kubernetes tools,
+/// charts and calicoctl (their digests, for the config's download.sha256, in `fa`).
+fn serve_install_artifacts(root: &Path, scratch: &Path, fa: &mut FakeArtifacts) -> String {
     *fa = fakes::serve_kube(root, scratch, KUBE, HELM);
     fakes::serve_chart(fa, root, "calico", CALICO);
     fakes::serve_chart(fa, root, "localpv_provisioner", LOCALPV);
@@ -82,12 +77,6 @@ fn serve_install_artifacts(
     common::artifacts::fake(&calicoctl, "calicoctl");
     fa.sha256
         .insert("calicoctl".into(), sha256_file(&calicoctl));
-    let etcd = build_etcd(root, scratch);
-    sums.insert("etcd35", sha256_file(&root.join(&etcd.server_path)));
-    sums.insert(
-        "containerd17",
-        sha256_file(&containerd_artifact(root, scratch)),
-    );
     let docker = root.join(format!("cn/docker/{v}/docker-{v}.tgz", v = DOCKER_VERSION));
     docker_tgz(&docker, scratch);
     let compose = root.join(format!("cn/compose/{}/docker-compose", COMPOSE_VERSION));
@@ -209,21 +198,15 @@ fn create_cluster(p: &Project, extra: &[&str]) -> Run {
 /// node, for the second run to compare.
 fn check_kubernetes(bed: &TestBed, p: &Project) -> Vec<usize> {
     let j: Vec<Vec<Value>> = (0..3).map(|i| fakes::journal(bed, i)).collect();
-    let inits = |j: &[Value]| -> usize {
-        fakes::calls(j, "kubeadm", &["init"])
-            .iter()
-            .filter(|c| c["args"][1] != "phase")
-            .count()
-    };
     // kubeadm init exactly once, on kk-cp1 (init_kubernetes_node: the first control plane).
-    assert_eq!(inits(&j[0]), 1, "kubeadm init on kk-cp1: {:#?}", j[0]);
-    assert_eq!(inits(&j[1]) + inits(&j[2]), 0, "kubeadm init on a worker");
-    let init = fakes::calls(&j[0], "kubeadm", &["init"])[0];
+    assert_eq!(inits(&j[0]).len(), 1, "kubeadm init on kk-cp1: {:#?}", j[0]);
+    assert!(
+        inits(&j[1]).is_empty() && inits(&j[2]).is_empty(),
+        "kubeadm init on a worker"
+    );
+    let init = inits(&j[0])[0];
     assert_eq!(init["exit"], 0, "{}", init);
-    let (_, kubeadm_cfg) = files(init)
-        .into_iter()
-        .find(|(f, _)| f.ends_with("kubeadm-config.yaml"))
-        .expect("kubeadm init was given its config");
+    let kubeadm_cfg = kubeadm_config(init);
     assert!(
         kubeadm_cfg.contains("kubeadm.k8s.io/v1beta3"),
         "{}",
@@ -235,26 +218,27 @@ fn check_kubernetes(bed: &TestBed, p: &Project) -> Vec<usize> {
         "{}",
         kubeadm_cfg
     );
+    // Images come through the registry kk installed (kk-reg): the control plane's, and those
+    // of every applied manifest (checked below).
+    let reg = bed.hosts()[3].ip.to_string();
+    assert!(
+        kubeadm_cfg.contains(&format!("imageRepository: \"{}/kubernetes\"", reg)),
+        "{}",
+        kubeadm_cfg
+    );
     // The worker joins: one each, with the token kk-cp1 created and no control-plane part.
     let mut tokens = Vec::new();
     for (i, name) in [(1, "kk-w1"), (2, "kk-w2")] {
         let joins = fakes::calls(&j[i], "kubeadm", &["join"]);
         assert_eq!(joins.len(), 1, "one join on {}: {:#?}", name, j[i]);
         assert_eq!(joins[0]["exit"], 0, "{}", joins[0]);
-        let (_, cfg) = files(joins[0])
-            .into_iter()
-            .find(|(f, _)| f.ends_with("kubeadm-config.yaml"))
-            .expect("kubeadm join was given its config");
+        let cfg = kubeadm_config(joins[0]);
         assert!(
             !cfg.contains("\ncontrolPlane:"),
             "a worker joined as a control plane: {}",
             cfg
         );
-        let token = cfg
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("token: "))
-            .unwrap_or_else(|| panic!("no token in the join config of {}: {}", name, cfg));
-        tokens.push(token.trim_matches('"').to_string());
+        tokens.push(join_token(&cfg));
         // The kubelet unit (with kubeadm's drop-in) passes systemd's own verification.
         systemd_verify(bed, i, &["/etc/systemd/system/kubelet.service"])
             .unwrap_or_else(|e| panic!("kubelet.service on {}: {}", name, e));
@@ -306,6 +290,17 @@ fn check_kubernetes(bed: &TestBed, p: &Project) -> Vec<usize> {
             for (f, text) in files(c) {
                 if !f.contains("kubeconfig") && !f.ends_with(".conf") {
                     assert_kubernetes_valid(KUBE, &f, &text);
+                    for image in text
+                        .lines()
+                        .filter_map(|l| l.trim().strip_prefix("image: "))
+                    {
+                        assert!(
+                            image.trim_matches('"').starts_with(&format!("{}/", reg)),
+                            "{} in {} does not come from the registry",
+                            image,
+                            f
+                        );
+                    }
                     applied += 1;
                 }
             }
@@ -384,16 +379,10 @@ fn create_cluster_installs_kubernetes_on_etcd_containerd_and_a_registry_then_cha
     let p = Project::new();
 
     // The artifact server (the controller downloads, so loopback is enough).
-    let root = p.path("srv");
-    let scratch = p.path("scratch");
-    let served = build_server(&root, &scratch);
-    let srv = HttpServer::start("127.0.0.1".parse().unwrap(), &root).unwrap();
-    let mut sums: BTreeMap<&'static str, String> = BTreeMap::new();
-    for s in &served {
-        sums.insert(s.component, sha256_file(&root.join(&s.server_path)));
-    }
+    let (served, srv, sums) = serve_artifacts(&p);
+    let (root, scratch) = (p.path("srv"), p.path("scratch"));
     let mut fa = FakeArtifacts::default();
-    let extra = serve_install_artifacts(&root, &scratch, &mut sums, &mut fa);
+    let extra = serve_install_artifacts(&root, &scratch, &mut fa);
     p.file("artifacts.yaml", &manifest(&srv.url("cn/"), &sums, &extra))
         .file("config.yaml", &config(&p, &srv.url(""), &sums, &fa))
         .file("inventory.yaml", &inventory(&bed))

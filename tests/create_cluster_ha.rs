@@ -20,15 +20,17 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::artifacts::{build_server, manifest, sha256_file};
-use common::cluster::{config_downloads_and_native, failures, files, kube_calls, line, results};
-use common::cri::{containerd_artifact, CONTAINERD_VERSION};
-use common::etcd::{build_etcd, ETCD_VERSION};
+use common::artifacts::manifest;
+use common::cluster::{
+    config_downloads_and_native, failures, files, inits, join_token, kube_calls, kubeadm_config,
+    line, results, serve_artifacts,
+};
+use common::cri::CONTAINERD_VERSION;
+use common::etcd::ETCD_VERSION;
 use common::fakes::{self, FakeArtifacts};
 use common::validate::{assert_kubernetes_valid, systemd_verify};
 use common::{sh, Project, Run};
 use serde_json::Value;
-use testbed::http::HttpServer;
 use testbed::TestBed;
 
 const NAMES: [&str; 4] = ["kk-cp1", "kk-cp2", "kk-cp3", "kk-w1"];
@@ -94,42 +96,13 @@ fn create_cluster(p: &Project, extra: &[&str]) -> Run {
     p.kk_flow(&["create", "cluster"], extra)
 }
 
-/// `kubeadm init` calls (not its phases) in a journal.
-fn inits(j: &[Value]) -> Vec<&Value> {
-    fakes::calls(j, "kubeadm", &["init"])
-        .into_iter()
-        .filter(|c| c["args"][1] != "phase")
-        .collect()
-}
-
-/// The kubeadm config a call was given.
-fn kubeadm_config(call: &Value) -> String {
-    files(call)
-        .into_iter()
-        .find(|(f, _)| f.ends_with("kubeadm-config.yaml"))
-        .map(|(_, t)| t)
-        .unwrap_or_else(|| panic!("no kubeadm config given to {}", call))
-}
-
 #[test]
 fn create_cluster_with_three_control_planes_behind_kube_vip_then_changes_nothing() {
     let bed = TestBed::start(4).expect("boot test hosts");
     let p = Project::new();
 
-    let root = p.path("srv");
-    let scratch = p.path("scratch");
-    let served = build_server(&root, &scratch);
-    let srv = HttpServer::start("127.0.0.1".parse().unwrap(), &root).unwrap();
-    let mut sums: BTreeMap<&'static str, String> = BTreeMap::new();
-    for s in &served {
-        sums.insert(s.component, sha256_file(&root.join(&s.server_path)));
-    }
-    let etcd = build_etcd(&root, &scratch);
-    sums.insert("etcd35", sha256_file(&root.join(&etcd.server_path)));
-    sums.insert(
-        "containerd17",
-        sha256_file(&containerd_artifact(&root, &scratch)),
-    );
+    let (_, srv, sums) = serve_artifacts(&p);
+    let (root, scratch) = (p.path("srv"), p.path("scratch"));
     let mut fa = fakes::serve_kube(&root, &scratch, KUBE, HELM);
     fakes::serve_chart(&mut fa, &root, "cilium", CILIUM);
     fakes::serve_chart(&mut fa, &root, "localpv_provisioner", LOCALPV);
@@ -183,11 +156,7 @@ fn create_cluster_with_three_control_planes_behind_kube_vip_then_changes_nothing
         } else {
             assert!(key.is_none() && !cfg.contains("\ncontrolPlane:"), "{}", cfg);
         }
-        let token = cfg
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("token: "))
-            .unwrap_or_else(|| panic!("no token in the join config of {}: {}", name, cfg));
-        tokens.push(token.trim_matches('"').to_string());
+        tokens.push(join_token(&cfg));
     }
     assert!(tokens.windows(2).all(|w| w[0] == w[1]), "{:?}", tokens);
     // kube-vip on every control plane, valid for v1.34, announcing the VIP and back on

@@ -126,3 +126,57 @@ pub fn config_downloads_and_native(
         swap = swaps.lines().count() <= 1,
     )
 }
+
+/// `kubeadm init` calls (not its phases) in a FAKE's journal.
+pub fn inits(j: &[Value]) -> Vec<&Value> {
+    super::fakes::calls(j, "kubeadm", &["init"])
+        .into_iter()
+        .filter(|c| c["args"][1] != "phase")
+        .collect()
+}
+
+/// The kubeadm config a FAKE kubeadm call was given.
+pub fn kubeadm_config(call: &Value) -> String {
+    files(call)
+        .into_iter()
+        .find(|(f, _)| f.ends_with("kubeadm-config.yaml"))
+        .map(|(_, t)| t)
+        .unwrap_or_else(|| panic!("no kubeadm config given to {}", call))
+}
+
+/// The bootstrap token of a join config.
+pub fn join_token(cfg: &str) -> String {
+    cfg.lines()
+        .find_map(|l| l.trim().strip_prefix("token: "))
+        .unwrap_or_else(|| panic!("no token in the join config: {}", cfg))
+        .trim_matches('"')
+        .to_string()
+}
+
+/// The artifact server of an end-to-end test: tests/common/artifacts.rs's tree plus etcd 3.5
+/// and containerd 1.7 under `<p>/srv`, on loopback (the controller downloads). Returns the
+/// served files, the server and the digests (`etcd35`, `containerd17` for the two added).
+pub fn serve_artifacts(
+    p: &super::Project,
+) -> (
+    Vec<super::artifacts::Served>,
+    testbed::http::HttpServer,
+    std::collections::BTreeMap<&'static str, String>,
+) {
+    use super::artifacts::{build_server, sha256_file};
+    let root = p.path("srv");
+    let scratch = p.path("scratch");
+    let served = build_server(&root, &scratch);
+    let srv = testbed::http::HttpServer::start("127.0.0.1".parse().unwrap(), &root).unwrap();
+    let mut sums = std::collections::BTreeMap::new();
+    for s in &served {
+        sums.insert(s.component, sha256_file(&root.join(&s.server_path)));
+    }
+    let etcd = super::etcd::build_etcd(&root, &scratch);
+    sums.insert("etcd35", sha256_file(&root.join(&etcd.server_path)));
+    sums.insert(
+        "containerd17",
+        sha256_file(&super::cri::containerd_artifact(&root, &scratch)),
+    );
+    (served, srv, sums)
+}
