@@ -394,6 +394,19 @@ fn registry_docker_and_push_for_real() {
     // trees), with no unit, process or socket of theirs; a second delete changes nothing.
     p.file("inventory.yaml", &inventory(&bed, "[reg1]"));
     let del = ["delete", "registry", "--all", "--with-data", "--yes"];
+    let running = listing(&bed, 0, WATCHED_RUNNING);
+    let c = p.kk_flow(&del, &["--check"]);
+    c.code(0);
+    assert!(changed(&c, "reg1") > 0, "{}", c.describe());
+    same_listing(
+        &running,
+        &listing(&bed, 0, WATCHED_RUNNING),
+        "reg1 after delete registry --check",
+    );
+    assert_eq!(
+        sh(&bed, 0, "systemctl is-active docker docker-registry"),
+        "active\nactive"
+    );
     let r = p.kk_flow(&del, &[]);
     r.code(0);
     assert!(changed(&r, "reg1") > 0, "{}", r.describe());
