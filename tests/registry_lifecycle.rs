@@ -1,7 +1,8 @@
 //! The registry commands' playbooks on one real test host (kk-reg): `playbooks/init_registry.yaml`
 //! (`kk init registry`) installs Docker and the docker-registry (TLS from certs/init, htpasswd
 //! auth) and pushes binary_dir/images into it; `playbooks/artifact_images.yaml --tags push`
-//! (`kk artifact images --push`) finds the image there already; `playbooks/certs_renew.yaml`
+//! (`kk artifact images --push`) finds the image there already, `--tags pull` pulls it back
+//! from the registry into binary_dir/images; `playbooks/certs_renew.yaml`
 //! (`kk certs renew`) gives the registry a new certificate from the same CA and restarts it.
 //!
 //! Real: Docker 26.1.5, docker-compose 2.26.1 and the registry 2.8.2 in a container
@@ -124,7 +125,58 @@ fn init_registry_push_images_and_renew_its_certificate() {
 
     // 2. kk artifact images --push: the registry already holds the image.
     let r = run(&p, "artifact_images.yaml", &["--tags", "push"]);
+    // The push task ran (found every image there: no change).
+    let pushed: Vec<serde_json::Value> = r
+        .events()
+        .into_iter()
+        .filter(|e| {
+            e["event"] == "host_result"
+                && e["task"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("push | Push the images"))
+        })
+        .collect();
+    assert!(
+        pushed.len() == 1 && pushed[0]["status"] == "ok",
+        "{:#?}",
+        pushed
+    );
     assert_eq!(r.recap("localhost")["changed"], 0, "{}", r.describe());
+
+    // 2b. kk artifact images --pull: the image back from the registry into binary_dir/images
+    //     (download.images.manifests, the registry's CA and credentials on the controller).
+    let pulled = format!("{}/kubesphere/kk-hello:v1", ip);
+    p.file(
+        "config-pull.yaml",
+        &config().replace(
+            "  download: {fetch: false}\n",
+            &format!(
+                "  download:\n    images:\n      manifests: [\"{pulled}\"]\n      auths: [{{registry: \"{ip}\", username: admin, password: \"{PASSWORD}\", ca_file: \"{ca}\"}}]\n"
+            ),
+        ),
+    );
+    let pb = repo()
+        .join("playbooks/artifact_images.yaml")
+        .display()
+        .to_string();
+    let r = p.kk(&[
+        "run",
+        &pb,
+        "-i",
+        "inventory.yaml",
+        "-c",
+        "config-pull.yaml",
+        "--workdir",
+        "wd",
+        "--output",
+        "json",
+        "--tags",
+        "pull",
+    ]);
+    r.code(0);
+    assert!(failures(&r).is_empty(), "{:#?}", failures(&r));
+    let index = std::fs::read_to_string(bin.join("images/index.json")).unwrap();
+    assert!(index.contains(&pulled), "{}", index);
 
     // 3. kk certs renew: a new certificate from the same CA, served after the restart.
     let before = served_cert(&ip);
