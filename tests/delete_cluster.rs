@@ -1,8 +1,9 @@
-//! The delete playbooks end to end on two real test hosts: `kk create cluster` (1 control
-//! plane kk-cp1, also the external etcd member, and 1 worker kk-w1; Kubernetes v1.30.8,
+//! The delete playbooks end to end on three real test hosts: `kk create cluster` (1 control
+//! plane kk-cp1, 1 worker kk-w1 and kk-e1, the three members of the external etcd; Kubernetes v1.30.8,
 //! cilium, containerd), then `kk delete nodes kk-w1 --all --with-data` removes the worker
-//! (cordoned, drained and deleted through the FAKE kubectl on kk-cp1, its Kubernetes and
-//! runtime uninstalled), then `kk delete cluster --all --with-data` (delete.cri, etcd, dns,
+//! (its etcd member removed through kk-cp1's, which keeps its data; kube-apiserver's etcd
+//! endpoints rewritten on kk-cp1 through the FAKE kubeadm; cordoned, drained and deleted
+//! through the FAKE kubectl on kk-cp1; its Kubernetes, runtime and etcd uninstalled), then `kk delete cluster --all --with-data` (delete.cri, etcd, dns,
 //! image_registry, data) removes the rest. Each host is
 //! then compared with what it was before the create — its files outside /var/log and /tmp,
 //! its systemd unit files and their states, its processes and its listening sockets — and
@@ -28,7 +29,7 @@ use common::fakes::{self, FakeArtifacts};
 use common::{sh, Project, Run};
 use testbed::TestBed;
 
-const NAMES: [&str; 2] = ["kk-cp1", "kk-w1"];
+const NAMES: [&str; 3] = ["kk-cp1", "kk-w1", "kk-e1"];
 const KUBE: &str = "v1.30.8";
 const HELM: &str = "v3.13.3";
 const CILIUM: &str = "1.18.7";
@@ -36,7 +37,7 @@ const CILIUM: &str = "1.18.7";
 fn inventory(bed: &TestBed) -> String {
     let mut s = common::bed_inventory_hosts(bed, &NAMES);
     s.push_str(
-        "  groups:\n    k8s_cluster:\n      groups: [kube_control_plane, kube_worker]\n    kube_control_plane:\n      hosts: [kk-cp1]\n    kube_worker:\n      hosts: [kk-w1]\n    etcd:\n      hosts: [kk-cp1]\n",
+        "  groups:\n    k8s_cluster:\n      groups: [kube_control_plane, kube_worker]\n    kube_control_plane:\n      hosts: [kk-cp1]\n    kube_worker:\n      hosts: [kk-w1]\n    etcd:\n      hosts: [kk-cp1, kk-w1, kk-e1]\n",
     );
     s
 }
@@ -133,6 +134,15 @@ fn detail(bed: &TestBed, i: usize) -> String {
     )
 }
 
+/// etcdctl on a host, with the client certificate kk installed.
+fn etcdctl(bed: &TestBed) -> String {
+    format!(
+        "ETCDCTL_API=3 /usr/local/bin/etcdctl --endpoints=https://{}:2379 --cacert=/etc/ssl/etcd/ssl/ca.crt \
+         --cert=/etc/ssl/etcd/ssl/client.crt --key=/etc/ssl/etcd/ssl/client.key",
+        bed.hosts()[0].ip
+    )
+}
+
 /// The lines only in `before` (-) or only in `after` (+).
 fn diff(before: &[String], after: &[String]) -> Vec<String> {
     let (b, a): (std::collections::BTreeSet<_>, std::collections::BTreeSet<_>) =
@@ -160,7 +170,7 @@ fn changed(r: &Run) -> Vec<String> {
 
 #[test]
 fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
-    let bed = TestBed::start(2).expect("boot test hosts");
+    let bed = TestBed::start(3).expect("boot test hosts");
     let p = Project::new();
     let (srv, sums, fa) = serve(&p);
     p.file(
@@ -169,7 +179,7 @@ fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
     )
     .file("config.yaml", &config(&p, &srv.url(""), &sums, &fa))
     .file("inventory.yaml", &inventory(&bed));
-    let fresh: Vec<Vec<String>> = (0..2).map(|i| state(&bed, i)).collect();
+    let fresh: Vec<Vec<String>> = (0..3).map(|i| state(&bed, i)).collect();
 
     let t = std::time::Instant::now();
     let r = p.kk_flow(&["create", "cluster"], &[]);
@@ -198,13 +208,39 @@ fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
         "active\nactive"
     );
 
-    // 1. The worker goes (`--all`: its runtime too): drained and deleted through kubectl
-    //    on kk-cp1, then uninstalled. kk-cp1 keeps running.
+    // 1. The worker goes (`--all`: its runtime and etcd member too): drained and deleted
+    //    through kubectl on kk-cp1, then uninstalled. kk-cp1 keeps running, its etcd with
+    //    its data. kube-apiserver cannot run here: a plain listener on kk-cp1's port 6443
+    //    stands in for it (sync-etcd-config waits for it after the FAKE kubeadm phase).
+    sh(&bed, 0, &format!("{} put kk-del kept", etcdctl(&bed)));
+    sh(
+        &bed,
+        0,
+        "systemd-run --unit kk-test-apiserver python3 -m http.server 6443 --bind 127.0.0.1",
+    );
     let del_w1 = ["delete", "nodes", "kk-w1", "--all", "--with-data", "--yes"];
     let r = p.kk_flow(&del_w1, &[]);
     r.code(0);
     assert!(failures(&r).is_empty(), "{:#?}", failures(&r));
     eprintln!("delete nodes kk-w1: {:.0}s", t.elapsed().as_secs_f64());
+    assert_eq!(
+        sh(
+            &bed,
+            0,
+            &format!(
+                "{} member list | wc -l; {} get kk-del --print-value-only",
+                etcdctl(&bed),
+                etcdctl(&bed)
+            )
+        ),
+        "2\nkept"
+    );
+    let kcfg = sh(&bed, 0, "cat /etc/kubernetes/kubeadm-config.yaml");
+    assert!(
+        !kcfg.contains(&format!("https://{}:2379", bed.hosts()[1].ip)),
+        "kube-apiserver still uses kk-w1's etcd:\n{}",
+        kcfg
+    );
     let j0 = fakes::journal(&bed, 0);
     let kubectl: Vec<String> = fakes::calls(&j0, "kubectl", &[])
         .iter()
@@ -262,9 +298,11 @@ fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
         changed(&r)
     );
 
+    sh(&bed, 0, "systemctl stop kk-test-apiserver");
+
     // 2. The cluster goes, with everything: --check first changes nothing.
     let del_all = ["delete", "cluster", "--all", "--with-data", "--yes"];
-    let before_check: Vec<Vec<String>> = (0..2).map(|i| state(&bed, i)).collect();
+    let before_check: Vec<Vec<String>> = (0..3).map(|i| state(&bed, i)).collect();
     let r = p.kk_flow(&del_all, &["--check"]);
     r.code(0);
     for (i, before) in before_check.iter().enumerate() {
