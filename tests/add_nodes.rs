@@ -21,8 +21,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::artifacts::manifest;
-use common::artifacts::{build_server, sha256_file};
-use common::cluster::{config_downloads_and_native, failures, kube_calls, line, results};
+use common::cluster::{
+    config_downloads_and_native, failures, inits, kube_calls, line, results, serve_artifacts,
+};
 use common::cri::CONTAINERD_VERSION;
 use common::etcd::ETCD_VERSION;
 use common::fakes::{self, FakeArtifacts};
@@ -107,33 +108,6 @@ fn members(bed: &TestBed) -> Vec<(String, bool)> {
     m
 }
 
-/// The artifact server: tests/common/artifacts.rs's tree plus etcd 3.5 and containerd 1.7
-/// under `<p>/srv`, on loopback; the digests (`etcd35`, `containerd17` for the two added).
-fn serve(p: &Project) -> (testbed::http::HttpServer, BTreeMap<&'static str, String>) {
-    let (root, scratch) = (p.path("srv"), p.path("scratch"));
-    let served = build_server(&root, &scratch);
-    let srv = testbed::http::HttpServer::start("127.0.0.1".parse().unwrap(), &root).unwrap();
-    let mut sums = BTreeMap::new();
-    for s in &served {
-        sums.insert(s.component, sha256_file(&root.join(&s.server_path)));
-    }
-    let etcd = common::etcd::build_etcd(&root, &scratch);
-    sums.insert("etcd35", sha256_file(&root.join(&etcd.server_path)));
-    sums.insert(
-        "containerd17",
-        sha256_file(&common::cri::containerd_artifact(&root, &scratch)),
-    );
-    (srv, sums)
-}
-
-/// `kubeadm init` calls (not its phases) in a FAKE's journal.
-fn inits(j: &[Value]) -> Vec<&Value> {
-    fakes::calls(j, "kubeadm", &["init"])
-        .into_iter()
-        .filter(|c| c["args"][1] != "phase")
-        .collect()
-}
-
 /// The cluster-changing calls of the FAKE tools, without the kubeadm phases
 /// (sync-etcd-config's upload-config and control-plane apiserver run on kk-cp1).
 fn installs(j: &[Value]) -> Vec<String> {
@@ -147,7 +121,7 @@ fn installs(j: &[Value]) -> Vec<String> {
 fn add_nodes_joins_an_etcd_member_and_a_worker_and_leaves_the_others_alone() {
     let bed = TestBed::start(4).expect("boot test hosts");
     let p = Project::new();
-    let (srv, sums) = serve(&p);
+    let (_, srv, sums) = serve_artifacts(&p);
     let (root, scratch) = (p.path("srv"), p.path("scratch"));
     let mut fa = fakes::serve_kube(&root, &scratch, KUBE, HELM);
     fakes::serve_chart(&mut fa, &root, "cilium", CILIUM);
