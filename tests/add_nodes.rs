@@ -20,12 +20,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::artifacts::manifest;
 use common::cluster::{
-    config_downloads_and_native, failures, inits, kube_calls, line, results, serve_artifacts,
+    config_downloads_and_native, config_etcd_and_containerd, failures, inits, kube_calls, line,
+    results, serve_cluster,
 };
-use common::cri::CONTAINERD_VERSION;
-use common::etcd::ETCD_VERSION;
 use common::fakes::{self, FakeArtifacts};
 use common::{sh, Project};
 use serde_json::Value;
@@ -62,21 +60,12 @@ spec:
   kubernetes:
     kube_version: {kube}
     control_plane_endpoint: {{type: local}}
-  etcd: {{deployment_type: external, etcd_version: {etcd}}}
-  cri:
-    container_manager: containerd
-    containerd_version: {containerd}
-    runc_version: v1.1.5
-    crictl_version: v1.34.0
-    containerd:
-      data_root: /tmp/kk-containerd
-  cni:
+{etcd_cri}  cni:
     type: cilium
     cni_plugins_version: v1.1.1
 {tail}"#,
         kube = KUBE,
-        etcd = ETCD_VERSION,
-        containerd = CONTAINERD_VERSION,
+        etcd_cri = config_etcd_and_containerd(),
         tail = config_downloads_and_native(&p.path("artifacts.yaml"), mirror, sums, fa),
     )
 }
@@ -121,17 +110,14 @@ fn installs(j: &[Value]) -> Vec<String> {
 fn add_nodes_joins_an_etcd_member_and_a_worker_and_leaves_the_others_alone() {
     let bed = TestBed::start(4).expect("boot test hosts");
     let p = Project::new();
-    let (_, srv, sums) = serve_artifacts(&p);
-    let (root, scratch) = (p.path("srv"), p.path("scratch"));
-    let mut fa = fakes::serve_kube(&root, &scratch, KUBE, HELM);
-    fakes::serve_chart(&mut fa, &root, "cilium", CILIUM);
-    fakes::serve_chart(&mut fa, &root, "localpv_provisioner", LOCALPV);
-    p.file(
-        "artifacts.yaml",
-        &manifest(&srv.url("cn/"), &sums, &fa.manifest_extra),
-    )
-    .file("config.yaml", &config(&p, &srv.url(""), &sums, &fa))
-    .file("inventory.yaml", &inventory(&bed, false));
+    let (srv, sums, fa) = serve_cluster(
+        &p,
+        KUBE,
+        HELM,
+        &[("cilium", CILIUM), ("localpv_provisioner", LOCALPV)],
+    );
+    p.file("config.yaml", &config(&p, &srv.url(""), &sums, &fa))
+        .file("inventory.yaml", &inventory(&bed, false));
 
     // 1. The cluster: one control plane with the only etcd member, one worker.
     let t = std::time::Instant::now();

@@ -20,12 +20,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::artifacts::manifest;
 use common::cluster::{
-    config_downloads_and_native, failures, files, inits, join_token, kube_calls, kubeadm_config,
-    line, results, serve_artifacts,
+    config_downloads_and_native, config_etcd_and_containerd, failures, files, inits, join_token,
+    kube_calls, kubeadm_config, line, results, serve_cluster,
 };
-use common::cri::CONTAINERD_VERSION;
 use common::etcd::ETCD_VERSION;
 use common::fakes::{self, FakeArtifacts};
 use common::validate::{assert_kubernetes_valid, systemd_verify};
@@ -71,14 +69,7 @@ spec:
     control_plane_endpoint:
       type: kube_vip
       kube_vip: {{address: {vip}}}
-  etcd: {{deployment_type: external, etcd_version: {etcd}}}
-  cri:
-    container_manager: containerd
-    containerd_version: {containerd}
-    runc_version: v1.1.5
-    containerd:
-      data_root: /tmp/kk-containerd
-  cni:
+{etcd_cri}  cni:
     type: cilium
     cni_plugins_version: v1.1.1
   storage_class:
@@ -87,8 +78,8 @@ spec:
         kube = KUBE,
         tail = config_downloads_and_native(&p.path("artifacts.yaml"), mirror, sums, fa),
         vip = vip(bed),
+        etcd_cri = config_etcd_and_containerd(),
         etcd = ETCD_VERSION,
-        containerd = CONTAINERD_VERSION,
     )
 }
 
@@ -101,17 +92,14 @@ fn create_cluster_with_three_control_planes_behind_kube_vip_then_changes_nothing
     let bed = TestBed::start(4).expect("boot test hosts");
     let p = Project::new();
 
-    let (_, srv, sums) = serve_artifacts(&p);
-    let (root, scratch) = (p.path("srv"), p.path("scratch"));
-    let mut fa = fakes::serve_kube(&root, &scratch, KUBE, HELM);
-    fakes::serve_chart(&mut fa, &root, "cilium", CILIUM);
-    fakes::serve_chart(&mut fa, &root, "localpv_provisioner", LOCALPV);
-    p.file(
-        "artifacts.yaml",
-        &manifest(&srv.url("cn/"), &sums, &fa.manifest_extra),
-    )
-    .file("config.yaml", &config(&p, &bed, &srv.url(""), &sums, &fa))
-    .file("inventory.yaml", &inventory(&bed));
+    let (srv, sums, fa) = serve_cluster(
+        &p,
+        KUBE,
+        HELM,
+        &[("cilium", CILIUM), ("localpv_provisioner", LOCALPV)],
+    );
+    p.file("config.yaml", &config(&p, &bed, &srv.url(""), &sums, &fa))
+        .file("inventory.yaml", &inventory(&bed));
 
     // 1. The first run installs everything.
     let r = create_cluster(&p, &[]);

@@ -21,10 +21,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::artifacts::{build_server, manifest, sha256_file};
-use common::cluster::{config_downloads_and_native, failures, line, results};
-use common::cri::CONTAINERD_VERSION;
-use common::etcd::ETCD_VERSION;
+use common::cluster::{
+    config_downloads_and_native, config_etcd_and_containerd, failures, line, results, serve_cluster,
+};
 use common::fakes::{self, FakeArtifacts};
 use common::{sh, Project, Run};
 use testbed::TestBed;
@@ -50,53 +49,16 @@ spec:
   zone: cn
   kubernetes:
     kube_version: {kube}
-  etcd: {{deployment_type: external, etcd_version: {etcd}}}
-  cri:
-    container_manager: containerd
-    containerd_version: {containerd}
-    runc_version: v1.1.5
-    crictl_version: v1.34.0
-    containerd:
-      data_root: /tmp/kk-containerd
-  cni:
+{etcd_cri}  cni:
     type: cilium
     cni_plugins_version: v1.1.1
   storage_class:
     local: {{enabled: false}}
 {tail}"#,
         kube = KUBE,
-        etcd = ETCD_VERSION,
-        containerd = CONTAINERD_VERSION,
+        etcd_cri = config_etcd_and_containerd(),
         tail = config_downloads_and_native(&p.path("artifacts.yaml"), mirror, sums, fa),
     )
-}
-
-/// The artifact server: tests/common/artifacts.rs's tree, etcd 3.5 and containerd 1.7, the
-/// FAKE Kubernetes tools and the cilium chart. Returns the server, the digests and the
-/// fakes' manifest entries.
-fn serve(
-    p: &Project,
-) -> (
-    testbed::http::HttpServer,
-    BTreeMap<&'static str, String>,
-    FakeArtifacts,
-) {
-    let (root, scratch) = (p.path("srv"), p.path("scratch"));
-    let served = build_server(&root, &scratch);
-    let srv = testbed::http::HttpServer::start("127.0.0.1".parse().unwrap(), &root).unwrap();
-    let mut sums = BTreeMap::new();
-    for s in &served {
-        sums.insert(s.component, sha256_file(&root.join(&s.server_path)));
-    }
-    let etcd = common::etcd::build_etcd(&root, &scratch);
-    sums.insert("etcd35", sha256_file(&root.join(&etcd.server_path)));
-    sums.insert(
-        "containerd17",
-        sha256_file(&common::cri::containerd_artifact(&root, &scratch)),
-    );
-    let mut fa = fakes::serve_kube(&root, &scratch, KUBE, HELM);
-    fakes::serve_chart(&mut fa, &root, "cilium", CILIUM);
-    (srv, sums, fa)
 }
 
 /// What a fresh host is, for the comparison: every file outside /var/log, /tmp and the
@@ -172,13 +134,9 @@ fn changed(r: &Run) -> Vec<String> {
 fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
     let bed = TestBed::start(3).expect("boot test hosts");
     let p = Project::new();
-    let (srv, sums, fa) = serve(&p);
-    p.file(
-        "artifacts.yaml",
-        &manifest(&srv.url("cn/"), &sums, &fa.manifest_extra),
-    )
-    .file("config.yaml", &config(&p, &srv.url(""), &sums, &fa))
-    .file("inventory.yaml", &inventory(&bed));
+    let (srv, sums, fa) = serve_cluster(&p, KUBE, HELM, &[("cilium", CILIUM)]);
+    p.file("config.yaml", &config(&p, &srv.url(""), &sums, &fa))
+        .file("inventory.yaml", &inventory(&bed));
     let fresh: Vec<Vec<String>> = (0..3).map(|i| state(&bed, i)).collect();
 
     let t = std::time::Instant::now();

@@ -180,3 +180,49 @@ pub fn serve_artifacts(
     );
     (served, srv, sums)
 }
+
+/// [`serve_artifacts`] plus the FAKE kubeadm/kubelet/kubectl (`kube`) and helm (`helm`) and
+/// FAKE charts (`(component, version)`), with the test manifest written to
+/// `<p>/artifacts.yaml`. Returns the server, the digests and the fakes' digests.
+pub fn serve_cluster(
+    p: &super::Project,
+    kube: &str,
+    helm: &str,
+    charts: &[(&str, &str)],
+) -> (
+    testbed::http::HttpServer,
+    std::collections::BTreeMap<&'static str, String>,
+    super::fakes::FakeArtifacts,
+) {
+    let (_, srv, sums) = serve_artifacts(p);
+    let (root, scratch) = (p.path("srv"), p.path("scratch"));
+    let mut fa = super::fakes::serve_kube(&root, &scratch, kube, helm);
+    for (component, version) in charts {
+        super::fakes::serve_chart(&mut fa, &root, component, version);
+    }
+    p.file(
+        "artifacts.yaml",
+        &super::artifacts::manifest(&srv.url("cn/"), &sums, &fa.manifest_extra),
+    );
+    (srv, sums, fa)
+}
+
+/// The etcd and runtime part of an end-to-end config (under `spec:`): external etcd and
+/// containerd at the versions [`serve_artifacts`] serves, runc and crictl of the shared tree,
+/// containerd's data root on the hosts' tmpfs (its overlayfs snapshotter cannot sit on their
+/// overlay root; see tests/cri.rs).
+pub fn config_etcd_and_containerd() -> String {
+    format!(
+        r#"  etcd: {{deployment_type: external, etcd_version: {etcd}}}
+  cri:
+    container_manager: containerd
+    containerd_version: {containerd}
+    runc_version: v1.1.5
+    crictl_version: v1.34.0
+    containerd:
+      data_root: /tmp/kk-containerd
+"#,
+        etcd = super::etcd::ETCD_VERSION,
+        containerd = super::cri::CONTAINERD_VERSION,
+    )
+}
