@@ -8,6 +8,7 @@ pub mod cri;
 pub mod docker;
 pub mod etcd;
 pub mod fakes;
+pub mod fresh;
 pub mod registry;
 pub mod validate;
 
