@@ -1,15 +1,16 @@
-//! FAKE kubeadm, kubelet, kubectl and helm for kk's tests. NOT the real tools: the test
-//! hosts cannot run an API server, so these stand in for them, one multi-call binary
-//! (`kube-fake`) installed under each tool's name; argv[0]'s basename picks the tool.
+//! FAKE kubeadm, kubelet, kubectl, helm and calicoctl for kk's tests. NOT the real tools:
+//! the test hosts cannot run an API server (nor Calico), so these stand in for them, one
+//! multi-call binary (`kube-fake`) installed under each tool's name; argv[0]'s basename
+//! picks the tool.
 //!
 //! What every fake does:
-//! - reads its version (`v1.30.8`, `v3.18.5`) from the `KK-FAKE-VERSION=` trailer line the
-//!   test appended to the binary (`/proc/self/exe`);
+//! - reads its version (`v1.30.8`, `v3.18.5`, `v3.29.7`) from the `KK-FAKE-VERSION=`
+//!   trailer line the test appended to the binary (`/proc/self/exe`);
 //! - checks its arguments and every file it is given as strictly as the real tool would
 //!   (kubeadm configs field by field against kubeadm's documented API: [`kubeadm_api`]);
 //! - leaves only what kk's flow reads next (admin.conf, kubelet.conf, tokens, certificate
-//!   keys, helm releases, node labels) under the real paths, and its state under
-//!   `/var/lib/kk-fakes/`;
+//!   keys, helm releases, node labels, Calico's released node data) under the real paths,
+//!   and its state under `/var/lib/kk-fakes/`;
 //! - appends one JSON line per call to `/var/lib/kk-fakes/journal.jsonl`:
 //!   `{"tool", "args", "files": {path: content}, "exit", "error"}`;
 //! - fails with exit 64 and `FAKE <tool>: unsupported: <args>` for any call outside the
@@ -18,6 +19,7 @@
 //! `KK_FAKE_ROOT=<dir>` (for this crate's own tests) prefixes every absolute path and skips
 //! `systemctl`.
 
+pub mod calicoctl;
 pub mod helm;
 pub mod kubeadm;
 pub mod kubeadm_api;
@@ -331,6 +333,7 @@ pub fn main_with(argv: Vec<String>) -> i32 {
             "kubelet" => kubelet::run(&mut call),
             "kubectl" => kubectl::run(&mut call),
             "helm" => helm::run(&mut call),
+            "calicoctl" => calicoctl::run(&mut call),
             _ => call.unsupported(),
         }
     };
