@@ -2,8 +2,8 @@
 //! storageclass, addons) on real test hosts: a control plane node with the FAKE kubeadm,
 //! kubelet, kubectl and helm of tests/fakes (no API server can run here) and a kubeconfig at
 //! /etc/kubernetes/admin.conf as kubeadm init leaves it. The charts are FAKE chart archives
-//! (tests/common/fakes.rs) pre-staged in binary_dir (download.fetch: false); calicoctl is a
-//! FAKE script.
+//! (tests/common/fakes.rs) pre-staged in binary_dir (download.fetch: false), calicoctl the
+//! FAKE one of tests/fakes.
 //!
 //! What runs for real: kk, SSH, every file the roles write on the hosts, the decisions when to
 //! call helm/kubectl. What is a fake: helm and kubectl (they check their arguments and files
@@ -97,9 +97,9 @@ fn stage(p: &Project) {
     ] {
         chart(&bin.join(dest), name, version);
     }
-    p.file(
-        "wd/kubekey/cni/calico/v3.29.7/amd64/calicoctl-linux-amd64",
-        "#!/bin/sh\necho 'FAKE calicoctl (a kk test stand-in)'\n",
+    fakes::fake_tool(
+        "v3.29.7",
+        &bin.join("cni/calico/v3.29.7/amd64/calicoctl-linux-amd64"),
     );
     p.file(
         "wd/kubekey/addons/myapp-prod.yaml",
@@ -386,7 +386,17 @@ fn cni_storage_classes_and_addons_on_the_init_node() {
         sh(&bed, 0, "stat -c %a /etc/kubernetes/cni/calico-values.yaml"),
         "600"
     );
-    assert!(sh(&bed, 0, "/usr/local/bin/calicoctl").contains("FAKE calicoctl"));
+    // The FAKE calicoctl installed, against the Kubernetes datastore: the release's Calico.
+    let version = sh(
+        &bed,
+        0,
+        "DATASTORE_TYPE=kubernetes KUBECONFIG=/etc/kubernetes/admin.conf /usr/local/bin/calicoctl version",
+    );
+    assert!(
+        version.starts_with("Client Version:    v3.29.7\n")
+            && version.contains("\nCluster Version:   v3.29.7\n"),
+        "{version}"
+    );
 
     // Second run: nothing changes, nothing is installed again.
     let second = kk(&p, &[]);

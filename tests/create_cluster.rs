@@ -73,10 +73,6 @@ fn serve_install_artifacts(root: &Path, scratch: &Path, fa: &mut FakeArtifacts) 
     *fa = fakes::serve_kube(root, scratch, KUBE, HELM);
     fakes::serve_chart(fa, root, "calico", CALICO);
     fakes::serve_chart(fa, root, "localpv_provisioner", LOCALPV);
-    let calicoctl = root.join(format!("cn/calico/{}/calicoctl-linux-amd64", CALICO));
-    common::artifacts::fake(&calicoctl, "calicoctl");
-    fa.sha256
-        .insert("calicoctl".into(), sha256_file(&calicoctl));
     let docker = root.join(format!("cn/docker/{v}/docker-{v}.tgz", v = DOCKER_VERSION));
     docker_tgz(&docker, scratch);
     let compose = root.join(format!("cn/compose/{}/docker-compose", COMPOSE_VERSION));

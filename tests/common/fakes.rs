@@ -1,8 +1,8 @@
-//! The FAKE kubeadm / kubelet / kubectl / helm of `tests/fakes/` (crate `kk-fakes`, one
-//! multi-call binary `kube-fake`) as the tests use them: built once per test process,
-//! copied under each tool's name with its version trailer, laid out as the download role's
-//! artifacts (served by tests/common/artifacts.rs's server) or pushed straight onto a test
-//! host, plus FAKE helm charts and each host's fake journal. See tests/fakes/src/lib.rs for
+//! The FAKE kubeadm / kubelet / kubectl / helm / calicoctl of `tests/fakes/` (crate
+//! `kk-fakes`, one multi-call binary `kube-fake`) as the tests use them: built once per test
+//! process, copied under each tool's name with its version trailer, laid out as the download
+//! role's artifacts (served by tests/common/artifacts.rs's server) or pushed straight onto a
+//! test host, plus FAKE helm charts and each host's fake journal. See tests/fakes/src/lib.rs for
 //! what each fake checks and leaves.
 
 use std::collections::BTreeMap;
@@ -194,8 +194,10 @@ pub fn serve_kube(
 }
 
 /// Serves a FAKE chart for `component` (a chart of [`CHARTS`]) at `version` under
-/// `root/cn/`: calico where the shared manifest's entry points (`calico/<v>/…`), the others
-/// under `charts/<component>/<v>/` with a manifest entry added to `manifest_extra`.
+/// `root/cn/`: calico where the shared manifest's entries point (`calico/<v>/…`), with the
+/// FAKE calicoctl of the same version beside it (`calico/<v>/calicoctl-linux-amd64`, digest
+/// in `fa.sha256["calicoctl"]`: the cni/calico role installs it, delete_nodes runs it); the
+/// others under `charts/<component>/<v>/` with a manifest entry added to `manifest_extra`.
 pub fn serve_chart(fa: &mut FakeArtifacts, root: &Path, component: &str, version: &str) {
     let (_, name, _) = CHARTS
         .iter()
@@ -214,7 +216,12 @@ pub fn serve_chart(fa: &mut FakeArtifacts, root: &Path, component: &str, version
     let p = root.join(&server_path);
     fake_chart(name, version, &p);
     fa.sha256.insert(component.into(), sha256_file(&p));
-    if component != "calico" {
+    if component == "calico" {
+        let calicoctl = root.join(format!("cn/calico/{}/calicoctl-linux-amd64", version));
+        fake_tool(version, &calicoctl);
+        fa.sha256
+            .insert("calicoctl".into(), sha256_file(&calicoctl));
+    } else {
         let (_, _, dest) = CHARTS.iter().find(|(c, _, _)| *c == component).unwrap();
         let url = format!(
             "charts/{}/{{version}}/{}",
