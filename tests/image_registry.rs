@@ -25,7 +25,7 @@ use std::process::Command;
 
 use common::artifacts::repo;
 use common::docker::{binary_dir, compose_bin, CRIDOCKERD_VERSION, DOCKER_VERSION};
-use common::{bed_inventory_hosts, sh, Project, Run};
+use common::{bed_inventory_hosts, fresh, sh, Project, Run};
 use testbed::TestBed;
 
 const NAMES: [&str; 2] = ["reg1", "k8s1"];
@@ -115,9 +115,51 @@ const DOCKER_HOSTS: &str = r#"
   roles: [defaults, cri/docker]
 "#;
 
+/// uninstall/cri on the Kubernetes hosts, as delete_cluster's Kubernetes play runs it with
+/// delete.cri (its uninstall/kubernetes left out: this host has no Kubernetes).
+const UNINSTALL_CRI: &str = r#"
+- name: Facts and defaults
+  hosts: all
+  gather_facts: true
+  roles: [defaults]
+- name: The container runtime of the Kubernetes hosts
+  hosts: k8s_cluster
+  gather_facts: false
+  roles: [defaults, uninstall/cri]
+"#;
+
+/// What the container runtime leaves outside the files [`fresh::state`] compares: its
+/// sockets and state under /run, and the netfilter chains and rules (counters, table
+/// markers and the built-in chains' ACCEPT policies left out: loaded empty tables).
+fn runtime_leftovers(bed: &TestBed, i: usize) -> Vec<String> {
+    sh(
+        bed,
+        i,
+        "ls -d /run/docker.sock /run/docker.pid /run/docker /run/containerd /run/cri-dockerd.sock 2>/dev/null; \
+         for t in iptables ip6tables; do $t-save | grep -Ev '^(#|[*]|COMMIT|:[A-Z]+ ACCEPT)' | sed -E 's/ \\[[0-9]+:[0-9]+\\]//'; done; true",
+    )
+    .lines()
+    .map(String::from)
+    .collect()
+}
+
 /// `kk run <playbook> -i inventory.yaml -c config.yaml --workdir wd --output json` + extra.
 fn run(p: &Project, playbook: &str, extra: &[&str]) -> Run {
-    let r = p.kk_flow(&["run", playbook], extra);
+    kk(p, &["run", playbook], extra)
+}
+
+/// `kk delete registry --all [--with-data] --yes` on the project's inventory and config.
+fn delete_registry(p: &Project, with_data: bool, extra: &[&str]) -> Run {
+    let mut cmd = vec!["delete", "registry", "--all", "--yes"];
+    if with_data {
+        cmd.push("--with-data");
+    }
+    kk(p, &cmd, extra)
+}
+
+/// `kk <command> -i inventory.yaml -c config.yaml --workdir wd --output json` + extra.
+fn kk(p: &Project, command: &[&str], extra: &[&str]) -> Run {
+    let r = p.kk_flow(command, extra);
     // The password is never shown: not by the registry roles, not by `defaults` (whose
     // merged settings hold it).
     for e in r.events() {
@@ -150,7 +192,8 @@ fn project(bed: &TestBed, registry_type: &str) -> Project {
     std::os::unix::fs::symlink(repo().join("roles"), p.path("roles")).unwrap();
     p.file("inventory.yaml", &inventory(bed, "[reg1]"))
         .file("config.yaml", &config(registry_type))
-        .file("docker_hosts.yaml", DOCKER_HOSTS);
+        .file("docker_hosts.yaml", DOCKER_HOSTS)
+        .file("uninstall_cri.yaml", UNINSTALL_CRI);
     p
 }
 
@@ -168,6 +211,8 @@ fn curl(args: &[&str]) -> (String, String) {
 #[test]
 fn registry_docker_and_push_for_real() {
     let bed = TestBed::start(2).expect("boot test hosts");
+    let fresh = states(&bed);
+    let fresh_runtime: Vec<Vec<String>> = (0..2).map(|i| runtime_leftovers(&bed, i)).collect();
     let p = project(&bed, "docker-registry");
     let scratch = tempfile::tempdir().unwrap();
     let bin = p.path("wd/kubekey");
@@ -393,9 +438,8 @@ fn registry_docker_and_push_for_real() {
     // Docker and its containerd leave reg1 as it was before the install (the watched
     // trees), with no unit, process or socket of theirs; a second delete changes nothing.
     p.file("inventory.yaml", &inventory(&bed, "[reg1]"));
-    let del = ["delete", "registry", "--all", "--with-data", "--yes"];
     let running = listing(&bed, 0, WATCHED_RUNNING);
-    let c = p.kk_flow(&del, &["--check"]);
+    let c = delete_registry(&p, true, &["--check"]);
     c.code(0);
     assert!(changed(&c, "reg1") > 0, "{}", c.describe());
     same_listing(
@@ -407,7 +451,7 @@ fn registry_docker_and_push_for_real() {
         sh(&bed, 0, "systemctl is-active docker docker-registry"),
         "active\nactive"
     );
-    let r = p.kk_flow(&del, &[]);
+    let r = delete_registry(&p, true, &[]);
     r.code(0);
     assert!(changed(&r, "reg1") > 0, "{}", r.describe());
     same_listing(
@@ -422,9 +466,45 @@ fn registry_docker_and_push_for_real() {
          pgrep -l -x 'dockerd|containerd|registry|containerd-shim' || true; ip -o link show docker0 2>/dev/null || true",
     );
     assert!(left.is_empty(), "left on reg1: {}", left);
-    let r = p.kk_flow(&del, &[]);
+    let r = delete_registry(&p, true, &[]);
     r.code(0);
     assert_eq!(changed(&r, "reg1"), 0, "{}", r.describe());
+
+    // uninstall/cri (delete.cri, delete.data) on k8s1, whose container manager is docker:
+    // docker, its containerd and cri-dockerd (units, sockets, binaries, /etc/docker, the
+    // data roots, docker0, dockerd's netfilter rules) go; --check changes nothing first.
+    // Both hosts are then what they were before the test; a second run changes nothing.
+    // The test's own `docker login` credentials go first (kk did not write them).
+    sh(&bed, 1, "rm -r /root/.docker");
+    // A network of Docker's own, as a compose project makes (bridge br-<id>, its rules).
+    sh(
+        &bed,
+        1,
+        "docker network create kk-test >/dev/null && ip -o link show type bridge | grep -q ' br-'",
+    );
+    let un = ["-e", r#"{"delete": {"cri": true, "data": true}}"#];
+    let running = fresh::state(&bed, 1);
+    let c = run(&p, "uninstall_cri.yaml", &[&un[..], &["--check"]].concat());
+    c.code(0);
+    assert!(changed(&c, "k8s1") > 0, "{}", c.describe());
+    let d = fresh::diff(&running, &fresh::state(&bed, 1));
+    assert!(
+        d.is_empty(),
+        "k8s1 after uninstall/cri --check:\n{}",
+        d.join("\n")
+    );
+    for again in [false, true] {
+        let r = run(&p, "uninstall_cri.yaml", &un);
+        r.code(0);
+        assert_eq!(changed(&r, "k8s1") == 0, again, "{}", r.describe());
+        assert_fresh(&bed, &fresh, "after uninstall/cri");
+        // dockerd set the FORWARD policy to DROP when it turned on IP forwarding: both stay
+        // (roles/uninstall/cri/docker says why).
+        for (i, f) in fresh_runtime.iter().enumerate() {
+            let d = fresh::diff(f, &runtime_leftovers(&bed, i));
+            assert_eq!(d, ["+ :FORWARD DROP"], "{} after the deletes", NAMES[i]);
+        }
+    }
 }
 
 /// `docker-compose -f <file> config -q` with trixie's docker-compose: the file parses.
@@ -461,6 +541,7 @@ fn harbor_and_keepalived_files() {
          hosts; it does not run install.sh, Harbor or keepalived."
     );
     let bed = TestBed::start(2).expect("boot test hosts");
+    let fresh = states(&bed);
     let ips: Vec<String> = bed.hosts().iter().map(|h| h.ip.to_string()).collect();
     let vip = format!("{}.200", ips[0].rsplit_once('.').unwrap().0);
     let p = Project::new();
@@ -516,14 +597,7 @@ fn harbor_and_keepalived_files() {
 
         // keepalived.conf: the interface holding the VIP, MASTER on the first host.
         let conf = std::fs::read_to_string(kdir.join("keepalived.conf")).unwrap();
-        let nic = sh(
-            &bed,
-            i,
-            &format!(
-                "ip -o -4 addr show | awk '$4 ~ /^{}\\// {{print $2}}'",
-                ips[i].replace('.', "\\.")
-            ),
-        );
+        let nic = nic_of(&bed, i, &ips[i]);
         assert!(conf.contains(&format!("interface {}\n", nic)), "{}", conf);
         assert!(
             conf.contains(&format!("{}/24 dev {}", vip, nic)),
@@ -612,4 +686,81 @@ fn harbor_and_keepalived_files() {
                 .trim_end()
         );
     }
+
+    // `kk delete registry --all`: as a running install would have left them, both units are
+    // enabled and reg1 holds the VIP (keepalived's). --check changes nothing; the delete
+    // disables and removes the units, drops the VIP, removes /opt/harbor and /opt/keepalived,
+    // and Harbor's data_volume (/data) only with --with-data. Then both hosts are what they
+    // were before the render, and a second delete changes nothing.
+    for i in 0..2 {
+        sh(
+            &bed,
+            i,
+            "systemctl enable harbor.service keepalived.service 2>&1",
+        );
+    }
+    let nic = nic_of(&bed, 0, &ips[0]);
+    sh(&bed, 0, &format!("ip addr add {}/24 dev {}", vip, nic));
+    let installed = states(&bed);
+    let c = delete_registry(&p, true, &["--check"]);
+    c.code(0);
+    let now = states(&bed);
+    for (i, h) in NAMES.iter().enumerate() {
+        assert!(changed(&c, h) > 0, "{}", c.describe());
+        let d = fresh::diff(&installed[i], &now[i]);
+        assert!(d.is_empty(), "{} after --check:\n{}", h, d.join("\n"));
+    }
+    let r = delete_registry(&p, false, &[]);
+    r.code(0);
+    let now = states(&bed);
+    for (i, h) in NAMES.iter().enumerate() {
+        assert!(changed(&r, h) > 0, "{}", r.describe());
+        let d = fresh::diff(&fresh[i], &now[i]);
+        assert_eq!(d, ["+ file /data d 755"], "{}: only Harbor's data stays", h);
+    }
+    for again in [true, false] {
+        let r = delete_registry(&p, true, &[]);
+        r.code(0);
+        for h in NAMES {
+            assert_eq!(changed(&r, h) > 0, again, "{}", r.describe());
+        }
+        assert_fresh(&bed, &fresh, "after delete registry --with-data");
+    }
+}
+
+/// [`fresh::state`] of both hosts, taken side by side.
+fn states(bed: &TestBed) -> Vec<Vec<String>> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..NAMES.len())
+            .map(|i| s.spawn(move || fresh::state(bed, i)))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Asserts both hosts are as `fresh` (from [`states`]), printing every difference.
+fn assert_fresh(bed: &TestBed, fresh: &[Vec<String>], what: &str) {
+    for (i, now) in states(bed).iter().enumerate() {
+        let d = fresh::diff(&fresh[i], now);
+        assert!(
+            d.is_empty(),
+            "{} {}: differs from its fresh state:\n{}\n{}",
+            NAMES[i],
+            what,
+            d.join("\n"),
+            fresh::detail(bed, i)
+        );
+    }
+}
+
+/// The interface holding `ip` on host `i`.
+fn nic_of(bed: &TestBed, i: usize, ip: &str) -> String {
+    sh(
+        bed,
+        i,
+        &format!(
+            "ip -o -4 addr show | awk '$4 ~ /^{}\\// {{print $2}}'",
+            ip.replace('.', "\\.")
+        ),
+    )
 }
