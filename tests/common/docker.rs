@@ -9,7 +9,8 @@
 //!   `registry:<v>` image built here from bookworm's docker-registry 2.8.2 binary (and the
 //!   libc it links), in the archive format `docker load` reads (manifest.json + blobs);
 //! - `cri-dockerd/<v>/amd64/cri-dockerd-<v>.amd64.tgz`: a FAKE cri-dockerd (no Debian
-//!   package): a Python script that answers `--version`, tells systemd it is ready and sleeps.
+//!   package): a Python script that answers `--version`, makes the real one's sandbox
+//!   checkpoint directory, tells systemd it is ready and sleeps.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,11 +73,20 @@ pub fn fake_cri_dockerd_tgz(out: &Path, scratch: &Path) {
         &bin,
         r#"#!/usr/bin/python3
 # FAKE cri-dockerd (a kk test stand-in, not the real tool: cri-dockerd has no Debian
-# package). `--version` prints a version; otherwise it tells systemd it is ready and sleeps.
+# package). `--version` prints a version; otherwise it makes its sandbox checkpoint directory
+# (<--cri-dockerd-root-directory, default /var/lib/cri-dockerd>/sandbox, as the real one does
+# when it starts), tells systemd it is ready and sleeps.
 import os, socket, sys, time
 if "--version" in sys.argv:
     print("cri-dockerd 0.3.21 (FAKE kk test stand-in)")
     sys.exit(0)
+root = "/var/lib/cri-dockerd"
+for i, a in enumerate(sys.argv):
+    if a == "--cri-dockerd-root-directory" and i + 1 < len(sys.argv):
+        root = sys.argv[i + 1]
+    elif a.startswith("--cri-dockerd-root-directory="):
+        root = a.split("=", 1)[1]
+os.makedirs(os.path.join(root, "sandbox"), mode=0o700, exist_ok=True)
 addr = os.environ.get("NOTIFY_SOCKET")
 if addr:
     if addr.startswith("@"):
