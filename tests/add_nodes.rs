@@ -115,6 +115,7 @@ fn add_nodes_joins_an_etcd_member_and_a_worker_and_leaves_the_others_alone() {
         KUBE,
         HELM,
         &[("cilium", CILIUM), ("localpv_provisioner", LOCALPV)],
+        false,
     );
     p.file("config.yaml", &config(&p, &srv.url(""), &sums, &fa))
         .file("inventory.yaml", &inventory(&bed, false));

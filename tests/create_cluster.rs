@@ -33,11 +33,10 @@ use std::path::Path;
 use common::artifacts::{assert_landed, manifest, sha256_file};
 use common::cluster::{
     config_downloads_and_native, failures, files, inits, join_token, kube_calls, kubeadm_config,
-    line, listing, results, serve_artifacts,
+    line, listing, results, serve_artifacts, serve_registry,
 };
 use common::cri::{busybox_layout, CONTAINERD_VERSION};
-use common::docker::{compose_bin, docker_tgz, registry_image_tgz, COMPOSE_VERSION};
-use common::docker::{DOCKER_VERSION, REGISTRY_VERSION};
+use common::docker::{COMPOSE_VERSION, DOCKER_VERSION, REGISTRY_VERSION};
 use common::etcd::ETCD_VERSION;
 use common::fakes::{self, FakeArtifacts};
 use common::validate::{assert_kubernetes_valid, haproxy_check, systemd_verify};
@@ -73,40 +72,7 @@ fn serve_install_artifacts(root: &Path, scratch: &Path, fa: &mut FakeArtifacts) 
     *fa = fakes::serve_kube(root, scratch, KUBE, HELM);
     fakes::serve_chart(fa, root, "calico", CALICO);
     fakes::serve_chart(fa, root, "localpv_provisioner", LOCALPV);
-    let docker = root.join(format!("cn/docker/{v}/docker-{v}.tgz", v = DOCKER_VERSION));
-    docker_tgz(&docker, scratch);
-    let compose = root.join(format!("cn/compose/{}/docker-compose", COMPOSE_VERSION));
-    common::artifacts::copy_exec(&compose_bin(), &compose);
-    let registry = root.join(format!(
-        "cn/registry/{v}/docker-registry-{v}-linux-amd64.tgz",
-        v = REGISTRY_VERSION
-    ));
-    registry_image_tgz(&registry, scratch);
-    let own = format!(
-        r#"  docker:
-    url: "docker/{{version}}/docker-{{version}}.tgz"
-    dest: "docker/{{version}}/{{arch}}/docker-{{version}}.tgz"
-    sha256:
-      "{dv}": {{amd64: "{docker}"}}
-  docker_compose:
-    url: "compose/{{version}}/docker-compose"
-    dest: "image-registry/docker-compose/{{version}}/{{arch}}/docker-compose"
-    sha256:
-      "{cv}": {{amd64: "{compose}"}}
-  docker_registry:
-    url: "registry/{{version}}/docker-registry-{{version}}-linux-{{arch}}.tgz"
-    dest: "image-registry/docker-registry/{{version}}/{{arch}}/docker-registry-{{version}}-linux-{{arch}}.tgz"
-    sha256:
-      "{rv}": {{amd64: "{registry}"}}
-"#,
-        dv = DOCKER_VERSION,
-        docker = sha256_file(&docker),
-        cv = COMPOSE_VERSION,
-        compose = sha256_file(&compose),
-        rv = REGISTRY_VERSION,
-        registry = sha256_file(&registry),
-    );
-    own + &fa.manifest_extra
+    serve_registry(root, scratch) + &fa.manifest_extra
 }
 
 /// A config the precheck passes with the served artifacts; `mirror` is the server's root URL

@@ -97,6 +97,7 @@ fn create_cluster_with_three_control_planes_behind_kube_vip_then_changes_nothing
         KUBE,
         HELM,
         &[("cilium", CILIUM), ("localpv_provisioner", LOCALPV)],
+        false,
     );
     p.file("config.yaml", &config(&p, &bed, &srv.url(""), &sums, &fa))
         .file("inventory.yaml", &inventory(&bed));

@@ -134,7 +134,7 @@ fn changed(r: &Run) -> Vec<String> {
 fn delete_nodes_then_delete_cluster_leaves_fresh_hosts() {
     let bed = TestBed::start(3).expect("boot test hosts");
     let p = Project::new();
-    let (srv, sums, fa) = serve_cluster(&p, KUBE, HELM, &[("cilium", CILIUM)]);
+    let (srv, sums, fa) = serve_cluster(&p, KUBE, HELM, &[("cilium", CILIUM)], false);
     p.file("config.yaml", &config(&p, &srv.url(""), &sums, &fa))
         .file("inventory.yaml", &inventory(&bed));
     let fresh: Vec<Vec<String>> = (0..3).map(|i| state(&bed, i)).collect();

@@ -182,13 +182,15 @@ pub fn serve_artifacts(
 }
 
 /// [`serve_artifacts`] plus the FAKE kubeadm/kubelet/kubectl (`kube`) and helm (`helm`) and
-/// FAKE charts (`(component, version)`), with the test manifest written to
-/// `<p>/artifacts.yaml`. Returns the server, the digests and the fakes' digests.
+/// FAKE charts (`(component, version)`), and with `registry` Docker, compose and the registry
+/// image ([`serve_registry`]), with the test manifest written to `<p>/artifacts.yaml`.
+/// Returns the server, the digests and the fakes' digests.
 pub fn serve_cluster(
     p: &super::Project,
     kube: &str,
     helm: &str,
     charts: &[(&str, &str)],
+    registry: bool,
 ) -> (
     testbed::http::HttpServer,
     std::collections::BTreeMap<&'static str, String>,
@@ -200,11 +202,56 @@ pub fn serve_cluster(
     for (component, version) in charts {
         super::fakes::serve_chart(&mut fa, &root, component, version);
     }
+    let mut extra = fa.manifest_extra.clone();
+    if registry {
+        extra = serve_registry(&root, &scratch) + &extra;
+    }
     p.file(
         "artifacts.yaml",
-        &super::artifacts::manifest(&srv.url("cn/"), &sums, &fa.manifest_extra),
+        &super::artifacts::manifest(&srv.url("cn/"), &sums, &extra),
     );
     (srv, sums, fa)
+}
+
+/// Serves the image registry's artifacts under `root/cn/` — Docker, docker-compose and the
+/// `registry` image (tests/common/docker.rs builds them from Debian packages) — and returns
+/// their manifest entries (with their digests).
+pub fn serve_registry(root: &std::path::Path, scratch: &std::path::Path) -> String {
+    use super::artifacts::sha256_file;
+    use super::docker::{COMPOSE_VERSION, DOCKER_VERSION, REGISTRY_VERSION};
+    let docker = root.join(format!("cn/docker/{v}/docker-{v}.tgz", v = DOCKER_VERSION));
+    super::docker::docker_tgz(&docker, scratch);
+    let compose = root.join(format!("cn/compose/{}/docker-compose", COMPOSE_VERSION));
+    super::artifacts::copy_exec(&super::docker::compose_bin(), &compose);
+    let registry = root.join(format!(
+        "cn/registry/{v}/docker-registry-{v}-linux-amd64.tgz",
+        v = REGISTRY_VERSION
+    ));
+    super::docker::registry_image_tgz(&registry, scratch);
+    format!(
+        r#"  docker:
+    url: "docker/{{version}}/docker-{{version}}.tgz"
+    dest: "docker/{{version}}/{{arch}}/docker-{{version}}.tgz"
+    sha256:
+      "{dv}": {{amd64: "{docker}"}}
+  docker_compose:
+    url: "compose/{{version}}/docker-compose"
+    dest: "image-registry/docker-compose/{{version}}/{{arch}}/docker-compose"
+    sha256:
+      "{cv}": {{amd64: "{compose}"}}
+  docker_registry:
+    url: "registry/{{version}}/docker-registry-{{version}}-linux-{{arch}}.tgz"
+    dest: "image-registry/docker-registry/{{version}}/{{arch}}/docker-registry-{{version}}-linux-{{arch}}.tgz"
+    sha256:
+      "{rv}": {{amd64: "{registry}"}}
+"#,
+        dv = DOCKER_VERSION,
+        docker = sha256_file(&docker),
+        cv = COMPOSE_VERSION,
+        compose = sha256_file(&compose),
+        rv = REGISTRY_VERSION,
+        registry = sha256_file(&registry),
+    )
 }
 
 /// The etcd and runtime part of an end-to-end config (under `spec:`): external etcd and
