@@ -437,7 +437,9 @@ fn registry_docker_and_push_for_real() {
     // `kk delete registry --all --with-data`: the registry, its images, docker-compose,
     // Docker and its containerd leave reg1 as it was before the install (the watched
     // trees), with no unit, process or socket of theirs; a second delete changes nothing.
-    p.file("inventory.yaml", &inventory(&bed, "[reg1]"));
+    // k8s1, a registry host too for the delete, is a Kubernetes node that stays: its Docker,
+    // containerd and cri-dockerd (the kubelet's runtime) stay untouched.
+    p.file("inventory.yaml", &inventory(&bed, "[reg1, k8s1]"));
     let running = listing(&bed, 0, WATCHED_RUNNING);
     let c = delete_registry(&p, true, &["--check"]);
     c.code(0);
@@ -466,6 +468,11 @@ fn registry_docker_and_push_for_real() {
          pgrep -l -x 'dockerd|containerd|registry|containerd-shim' || true; ip -o link show docker0 2>/dev/null || true",
     );
     assert!(left.is_empty(), "left on reg1: {}", left);
+    assert_eq!(changed(&r, "k8s1"), 0, "{}", r.describe());
+    assert_eq!(
+        sh(&bed, 1, "systemctl is-active docker containerd cri-docker"),
+        "active\nactive\nactive"
+    );
     let r = delete_registry(&p, true, &[]);
     r.code(0);
     assert_eq!(changed(&r, "reg1"), 0, "{}", r.describe());
