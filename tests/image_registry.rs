@@ -17,6 +17,12 @@
 //! osixia/keepalived): `harbor_and_keepalived_files` renders every file they use on two
 //! hosts and checks them (keepalived -t, docker-compose config, harbor.yml parsed); neither
 //! is started.
+//!
+//! The deletes, each compared with the hosts as they were before the test (tests/common/
+//! fresh.rs: files, units, processes, sockets, links, addresses): `kk delete registry --all
+//! [--with-data]` after the registry and Docker, and after the Harbor and keepalived files
+//! (their units enabled, the VIP held); uninstall/cri on the Kubernetes host whose runtime is
+//! docker + cri-dockerd (with /run and the netfilter rules). A second run changes nothing.
 
 mod common;
 
