@@ -714,6 +714,18 @@ fn harbor_and_keepalived_files() {
     }
     let nic = nic_of(&bed, 0, &ips[0]);
     sh(&bed, 0, &format!("ip addr add {}/24 dev {}", vip, nic));
+    // k8s1 learnt the VIP's MAC address (permanent here: it must not expire by itself).
+    let neigh = format!("ip neigh show to {}", vip);
+    sh(
+        &bed,
+        1,
+        &format!(
+            "ip neigh replace {} lladdr 02:00:00:00:00:01 nud permanent dev {}",
+            vip,
+            nic_of(&bed, 1, &ips[1])
+        ),
+    );
+    assert!(!sh(&bed, 1, &neigh).is_empty());
     let installed = states(&bed);
     let c = delete_registry(&p, true, &["--check"]);
     c.code(0);
@@ -723,8 +735,10 @@ fn harbor_and_keepalived_files() {
         let d = fresh::diff(&installed[i], &now[i]);
         assert!(d.is_empty(), "{} after --check:\n{}", h, d.join("\n"));
     }
+    assert!(!sh(&bed, 1, &neigh).is_empty(), "--check kept the entry");
     let r = delete_registry(&p, false, &[]);
     r.code(0);
+    assert_eq!(sh(&bed, 1, &neigh), "", "k8s1 forgot the VIP's MAC address");
     let now = states(&bed);
     for (i, h) in NAMES.iter().enumerate() {
         assert!(changed(&r, h) > 0, "{}", r.describe());
