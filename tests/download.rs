@@ -40,6 +40,8 @@ spec:
       runc: "{base}mirror/runc/{{version}}/runc.{{arch}}"
     sha256:
       kubectl: "{kubectl}"
+    # The cluster's images (tests/image_list.rs) are not served here.
+    images: {{cluster: false}}
 "#,
         manifest = p.path("artifacts.yaml").display(),
         base = base,

@@ -3,7 +3,9 @@
 //! pulled into `<binary_dir>/images` (an OCI layout), packed into the offline package
 //! with its checksums, and restored from the package in a fresh work dir with the
 //! registry stopped. The only other artifact (kubectl) is a FAKE stand-in served by a
-//! real local HTTP server; every other component has its version unset.
+//! real local HTTP server; every other component has its version unset, and
+//! `download.images.cluster: false` keeps the cluster's own images (tests/image_list.rs)
+//! out of the export: only the listed image is pulled.
 
 mod common;
 
@@ -35,6 +37,7 @@ spec:
       kubectl: "{url}"
     sha256: {{kubelet: "{sha}", kubeadm: "{sha}", kubectl: "{sha}"}}
     images:
+      cluster: false
       manifests: ["{image}"]
       auths: [{{registry: "{reg}", plain_http: true}}]
 "#,

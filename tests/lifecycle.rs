@@ -691,7 +691,7 @@ fn a_cluster_from_create_to_delete_add_renew_images_registry() {
         &cfg.replace(
             "  download:\n",
             &format!(
-                "  download:\n    images:\n      manifests: [\"{}\"]\n      auths: [{{registry: \"127.0.0.1:{}\", plain_http: true}}]\n",
+                "  download:\n    images:\n      cluster: false\n      manifests: [\"{}\"]\n      auths: [{{registry: \"127.0.0.1:{}\", plain_http: true}}]\n",
                 extra, source.port
             ),
         ),

@@ -1,0 +1,392 @@
+//! The container images of a cluster, as role `download` computes them for `kk artifact
+//! export` and `kk artifact images --pull` (roles/download/templates/images.json.j2, read by
+//! roles/download/tasks/images.yaml): for two minors (v1.30, v1.34) and several configs
+//! (calico/cilium, haproxy/kube_vip, internal/external etcd, NodeLocalDNS on/off, local PV
+//! and NFS, multus/spiderpool, a private registry, the user's own images), each compared
+//! with a list written here.
+//!
+//! Every run is the real `kk` binary on the local connection against the repository's
+//! `roles/`, with `download.fetch: false` so nothing is pulled (no test hosts, no network).
+//!
+//! Where each tag comes from:
+//! - kube-*: kubernetes.kube_version (kubeadm names its images
+//!   `<imageRepository>/<name>:<version>`; imageRepository is kubernetes.image_repository).
+//! - pause, coredns, k8s-dns-node-cache, kube-vip, haproxy: roles/defaults/vars/v1.XX.yaml
+//!   (kubernetes.sandbox_image.tag, dns.coredns/nodelocaldns.image.tag,
+//!   control_plane_endpoint.*.image.tag); the same tags as upstream KubeKey's manifests.yaml
+//!   (kubesphere/kubekey 1c3204b1, builtin/core/roles/defaults/templates/manifests.yaml:
+//!   v1.30 pause 3.9, coredns v1.11.3, node-cache 1.22.28; v1.34 pause 3.10.1, coredns
+//!   v1.12.1, node-cache 1.26.4; haproxy 2.9.6-alpine, kube-vip v0.7.2 for every minor).
+//! - etcd (internal): etcd.etcd_version of the matrix (v3.5.15 for v1.30, v3.5.24 for
+//!   v1.34) in registry.k8s.io's tag scheme `<version>-0`.
+//! - chart images: roles/defaults/defaults/main/14-images.yaml, from upstream's
+//!   download.images tables (10-download.yaml; kubesphere/kubekey 1c3204b1 for calico
+//!   v3.29.7 operator v1.36.16 and v3.31.3 operator v1.40.3, localpv 4.4.0 linux-utils
+//!   4.3.0, nfs 4.0.18 provisioner v4.0.2, spiderpool v1.1.1 plugins/multus v4.1.4;
+//!   891451ce for cilium 1.18.7 and 1.19.1 with their cilium-envoy tags) with the
+//!   registries kk's chart values set.
+//! - multus: cni.multus.image.tag of the matrix (v4.2.4), as upstream's default.
+
+mod common;
+
+use common::{Project, Run};
+use serde_json::{json, Value};
+
+/// A scratch project whose `roles` is the repository's, with `site` as site.yaml.
+fn project(inventory: &str, config: &str) -> Project {
+    let p = Project::new();
+    std::os::unix::fs::symlink(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("roles"),
+        p.path("roles"),
+    )
+    .unwrap();
+    p.file("inventory.yaml", inventory)
+        .file("config.yaml", config)
+        .file("site.yaml", SITE);
+    p
+}
+
+/// Role `defaults`, then role download's images tasks as `kk artifact export` runs them
+/// (download_images_computed), then the list they computed.
+const SITE: &str = r#"
+- hosts: all
+  gather_facts: false
+  vars:
+    download_images_computed: true
+  roles: [defaults]
+  tasks:
+    - name: images
+      import_role:
+        name: download
+        tasks_from: images
+    - name: report
+      debug:
+        msg: "{{ download_images }}"
+"#;
+
+/// Nothing is pulled: the list is only computed.
+const NO_FETCH: &str =
+    "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nspec:\n  download: {fetch: false}\n";
+
+fn run(p: &Project) -> Run {
+    let wd = p.path("wd").display().to_string();
+    p.run_json(&["-c", "config.yaml", "--workdir", wd.as_str()])
+}
+
+/// The control plane images of a version, from `repo`, with kube-proxy.
+fn control_plane(repo: &str, v: &str) -> Vec<String> {
+    [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kube-proxy",
+    ]
+    .iter()
+    .map(|n| format!("{}/{}:{}", repo, n, v))
+    .collect()
+}
+
+/// The images upstream's table lists for a Calico release (windows images left out), with
+/// every Calico image on `docker` (kk's installation.registry) and the operator on `quay`.
+fn calico(docker: &str, quay: &str, version: &str, operator: &str) -> Vec<String> {
+    let mut names = vec![
+        "ctl",
+        "typha",
+        "node",
+        "cni",
+        "csi",
+        "apiserver",
+        "kube-controllers",
+    ];
+    // v3.30 and later: the Calico ingress gateway's envoy images (upstream's table).
+    if version >= "v3.30" {
+        names.extend(["envoy-gateway", "envoy-proxy", "envoy-ratelimit"]);
+    }
+    names.push("flannel-migration-controller");
+    let mut out = vec![format!("{}/tigera/operator:{}", quay, operator)];
+    out.extend(
+        names
+            .iter()
+            .map(|n| format!("{}/calico/{}:{}", docker, n, version)),
+    );
+    // flannel v0.24.4 for the flannel migration, in every release's table.
+    out.push(format!("{}/flannel/flannel:v0.24.4", docker));
+    let mut tail = vec!["dikastes", "node-driver-registrar", "pod2daemon-flexvol"];
+    // v3.30 and later: Goldmane, Whisker and the certificate init container.
+    if version >= "v3.30" {
+        tail.extend([
+            "key-cert-provisioner",
+            "goldmane",
+            "whisker",
+            "whisker-backend",
+        ]);
+    }
+    out.extend(
+        tail.iter()
+            .map(|n| format!("{}/calico/{}:{}", docker, n, version)),
+    );
+    out
+}
+
+/// The cilium chart's images with kk's values (operator-generic: the chart's name for the
+/// operator of a generic cloud), envoy's tag from the release's chart.
+fn cilium(quay: &str, version: &str, envoy: &str) -> Vec<String> {
+    let mut out = vec![format!("{}/cilium/cilium-envoy:{}", quay, envoy)];
+    for n in [
+        "cilium",
+        "clustermesh-apiserver",
+        "hubble-relay",
+        "operator-generic",
+    ] {
+        out.push(format!("{}/cilium/{}:v{}", quay, n, version));
+    }
+    out
+}
+
+/// OpenEBS local PV 4.4.0's images.
+fn localpv(docker: &str) -> Vec<String> {
+    vec![
+        format!("{}/openebs/linux-utils:4.3.0", docker),
+        format!("{}/openebs/provisioner-localpv:4.4.0", docker),
+    ]
+}
+
+fn list(r: &Run, host: &str) -> Vec<String> {
+    let got = r.msg("report", host);
+    assert_eq!(got["missing"], json!([]), "{}: {}", host, got);
+    got["images"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}: {}", host, got))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn cat(parts: &[Vec<String>]) -> Vec<String> {
+    parts.concat()
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+#[test]
+fn image_list_per_version_and_config() {
+    let inv = r#"
+kind: Inventory
+spec:
+  hosts:
+    v130_default: {connector: {type: local}, kubernetes: {kube_version: v1.30.8}}
+    v134_default: {connector: {type: local}, kubernetes: {kube_version: v1.34.3}}
+    v130_cilium:
+      connector: {type: local}
+      kubernetes: {kube_version: v1.30.8, control_plane_endpoint: {type: haproxy}}
+      etcd: {deployment_type: internal}
+      cni: {type: cilium}
+      dns: {nodelocaldns: {enabled: false}}
+    v134_cilium:
+      connector: {type: local}
+      kubernetes: {kube_version: v1.34.3, control_plane_endpoint: {type: kube-vip}, kube_proxy: {enabled: false}}
+      etcd: {deployment_type: internal}
+      cni: {type: cilium, multi_cni: multus}
+      storage_class: {local: {enabled: false}, nfs: {enabled: true}}
+    v134_private:
+      connector: {type: local}
+      kubernetes: {kube_version: v1.34.3, control_plane_endpoint: {type: haproxy}}
+      cni: {multi_cni: spiderpool}
+      image_registry: {auth: {registry: "reg.example:5000"}}
+      download: {images: {manifests: ["nginx", "reg.example:5000/calico/node:v3.31.3", "kk/app:1"]}}
+      image_manifests: ["docker.io/library/nginx:latest", "busybox:1.37"]
+    v134_user_only:
+      connector: {type: local}
+      kubernetes: {kube_version: v1.34.3}
+      download: {images: {cluster: false, manifests: ["registry.k8s.io/pause:3.10.1"]}}
+"#;
+    let p = project(inv, NO_FETCH);
+    let r = run(&p);
+    r.code(0);
+    let k8s = "registry.k8s.io";
+
+    // v1.30, the default config: calico v3.29.7, external etcd, NodeLocalDNS, local PV.
+    assert_eq!(
+        list(&r, "v130_default"),
+        cat(&[
+            control_plane(k8s, "v1.30.8"),
+            s(&[
+                "registry.k8s.io/pause:3.9",
+                "registry.k8s.io/coredns/coredns:v1.11.3",
+                "registry.k8s.io/dns/k8s-dns-node-cache:1.22.28",
+            ]),
+            calico("docker.io", "quay.io", "v3.29.7", "v1.36.16"),
+            localpv("docker.io"),
+        ])
+    );
+
+    // v1.34, the default config: calico v3.31.3.
+    assert_eq!(
+        list(&r, "v134_default"),
+        cat(&[
+            control_plane(k8s, "v1.34.3"),
+            s(&[
+                "registry.k8s.io/pause:3.10.1",
+                "registry.k8s.io/coredns/coredns:v1.12.1",
+                "registry.k8s.io/dns/k8s-dns-node-cache:1.26.4",
+            ]),
+            calico("docker.io", "quay.io", "v3.31.3", "v1.40.3"),
+            localpv("docker.io"),
+        ])
+    );
+
+    // v1.30 with cilium 1.18.7, haproxy, kubeadm's etcd, no NodeLocalDNS.
+    assert_eq!(
+        list(&r, "v130_cilium"),
+        cat(&[
+            control_plane(k8s, "v1.30.8"),
+            s(&[
+                "registry.k8s.io/pause:3.9",
+                "registry.k8s.io/etcd:3.5.15-0",
+                "registry.k8s.io/coredns/coredns:v1.11.3",
+                "docker.io/library/haproxy:2.9.6-alpine",
+            ]),
+            cilium(
+                "quay.io",
+                "1.18.7",
+                "v1.35.9-1770554954-8ce3bb4eca04188f4a0a1bfbd0a06a40f90883de",
+            ),
+            localpv("docker.io"),
+        ])
+    );
+
+    // v1.34 with cilium 1.19.1 and multus, kube-vip (upstream's spelling), no kube-proxy,
+    // kubeadm's etcd, NFS instead of local PV.
+    let mut cp = control_plane(k8s, "v1.34.3");
+    cp.retain(|i| !i.contains("/kube-proxy:"));
+    assert_eq!(
+        list(&r, "v134_cilium"),
+        cat(&[
+            cp,
+            s(&[
+                "registry.k8s.io/pause:3.10.1",
+                "registry.k8s.io/etcd:3.5.24-0",
+                "registry.k8s.io/coredns/coredns:v1.12.1",
+                "registry.k8s.io/dns/k8s-dns-node-cache:1.26.4",
+                "docker.io/plndr/kube-vip:v0.7.2",
+            ]),
+            cilium(
+                "quay.io",
+                "1.19.1",
+                "v1.35.9-1770979049-232ed4a26881e4ab4f766f251f258ed424fff663",
+            ),
+            s(&[
+                "ghcr.io/k8snetworkplumbingwg/multus-cni:v4.2.4",
+                "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2",
+            ]),
+        ])
+    );
+
+    // An existing private registry: every image from it (the control plane, pause under
+    // /kubernetes, as kk's defaults derive kubernetes.image_repository), spiderpool's
+    // images, then the user's, written in full and each once (nginx twice, calico/node
+    // already in kk's list).
+    let reg = "reg.example:5000";
+    assert_eq!(
+        list(&r, "v134_private"),
+        cat(&[
+            control_plane("reg.example:5000/kubernetes", "v1.34.3"),
+            s(&[
+                "reg.example:5000/kubernetes/pause:3.10.1",
+                "reg.example:5000/coredns/coredns:v1.12.1",
+                "reg.example:5000/dns/k8s-dns-node-cache:1.26.4",
+                "reg.example:5000/library/haproxy:2.9.6-alpine",
+            ]),
+            calico(reg, reg, "v3.31.3", "v1.40.3"),
+            s(&[
+                "reg.example:5000/spidernet-io/spiderpool/spiderpool-plugins:27c4f118b1cec3773f2679b772e7583fc77e5686",
+                "reg.example:5000/k8snetworkplumbingwg/multus-cni:v4.1.4",
+                "reg.example:5000/spidernet-io/spiderpool/spiderpool-agent:v1.1.1",
+                "reg.example:5000/spidernet-io/spiderpool/spiderpool-controller:v1.1.1",
+            ]),
+            localpv(reg),
+            s(&[
+                "docker.io/library/nginx:latest",
+                "docker.io/kk/app:1",
+                "docker.io/library/busybox:1.37",
+            ]),
+        ])
+    );
+
+    // download.images.cluster false: only the user's images.
+    assert_eq!(
+        list(&r, "v134_user_only"),
+        s(&["registry.k8s.io/pause:3.10.1"])
+    );
+}
+
+#[test]
+fn an_unknown_chart_version_stops_the_pull_naming_it() {
+    // v1.32's matrix has calico v3.30.6, for which no image list is known; an unsupported
+    // minor has no image versions at all. Nothing is pulled: the check comes first.
+    let inv = r#"
+kind: Inventory
+spec:
+  hosts:
+    v132: {connector: {type: local}, kubernetes: {kube_version: v1.32.5}}
+    v120: {connector: {type: local}, kubernetes: {kube_version: v1.20.2}, cni: {type: none}, storage_class: {local: {enabled: false}}}
+"#;
+    let p = project(inv, NO_FETCH);
+    let r = run(&p);
+    r.code(0);
+    assert_eq!(
+        r.msg("report", "v132")["missing"],
+        json!(["calico v3.30.6: no image list (download.images.charts.calico.\"v3.30.6\")"])
+    );
+    let missing: Value = r.msg("report", "v120")["missing"].clone();
+    assert!(
+        missing[0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Kubernetes v1.20.2 is not a supported version"),
+        "{}",
+        missing
+    );
+
+    // With download.fetch (the default) the run fails on that check, before any pull.
+    p.file(
+        "config.yaml",
+        "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nspec: {}\n",
+    );
+    let r = run(&p);
+    assert_ne!(r.code, 0, "{}", r.describe());
+    let failed = r.result("Download | every image of this cluster is known", "v132");
+    let msg = failed["result"]["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("calico v3.30.6") && msg.contains("download.images.cluster: false"),
+        "{}",
+        msg
+    );
+    let pulls = r
+        .events()
+        .into_iter()
+        .filter(|e| {
+            e["event"] == "host_result"
+                && e["task"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("Download | pull ")
+                && e["status"] != "skipped"
+        })
+        .count();
+    assert_eq!(pulls, 0, "nothing is pulled: {}", r.describe());
+
+    // The same config with the extra images only: nothing to check, nothing computed.
+    p.file(
+        "config.yaml",
+        "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nspec:\n  download: {fetch: false, images: {cluster: false}}\n",
+    );
+    let r = run(&p);
+    r.code(0);
+    assert_eq!(
+        r.msg("report", "v132"),
+        json!({"images": [], "missing": []})
+    );
+}
