@@ -29,8 +29,11 @@
 
 mod common;
 
+use common::artifacts::kk_json;
+use common::registry::{layout, registry, sha};
 use common::{Project, Run};
 use serde_json::{json, Value};
+use testbed::http::HttpServer;
 
 /// A scratch project whose `roles` is the repository's, with `site` as site.yaml.
 fn project(inventory: &str, config: &str) -> Project {
@@ -389,4 +392,149 @@ spec:
         r.msg("report", "v132"),
         json!({"images": [], "missing": []})
     );
+}
+
+/// `kk artifact export` with the v1.34 default config and an existing registry (every image
+/// from it, as image_registry.auth.registry makes the roles use it): every image of the
+/// list is pulled into binary_dir/images (digests checked by the `image` module) and packed.
+/// The registry is a real one on loopback holding a small image under each name; the
+/// binaries and charts the plan needs are FAKE stand-ins of a local HTTP server.
+#[test]
+fn export_pulls_and_packs_every_image_of_the_list() {
+    let reg = registry();
+    let addr = format!("127.0.0.1:{}", reg.port);
+    let names = cat(&[
+        control_plane(&format!("{}/kubernetes", addr), "v1.34.3"),
+        vec![
+            format!("{}/kubernetes/pause:3.10.1", addr),
+            format!("{}/coredns/coredns:v1.12.1", addr),
+            format!("{}/dns/k8s-dns-node-cache:1.26.4", addr),
+        ],
+        calico(&addr, &addr, "v3.31.3", "v1.40.3"),
+        localpv(&addr),
+    ]);
+    let p = project(
+        "kind: Inventory\nspec:\n  hosts:\n    localhost: {connector: {type: local}}\n",
+        "",
+    );
+    for (i, n) in names.iter().enumerate() {
+        layout(&p.path(&format!("src/{}", i)), n);
+    }
+    p.file(
+        "push.yaml",
+        r#"
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: push
+      loop: "{{ names | from_json }}"
+      image: {src: "local://{{ playbook_dir }}/src/{{ loop_index }}", dest: "oci://{{ item }}", auths: [{registry: "{{ reg }}", plain_http: true}]}
+      loop_control: {index_var: loop_index}
+"#,
+    );
+    let names_json = serde_json::to_string(&names).unwrap();
+    p.kk(&[
+        "run",
+        "push.yaml",
+        "--output",
+        "json",
+        "-e",
+        &format!("names={}", names_json),
+        "-e",
+        &format!("reg={}", addr),
+    ])
+    .code(0);
+
+    // The plan's binaries and charts: one FAKE file, its sha256 given per component.
+    let root = p.path("srv");
+    std::fs::create_dir_all(&root).unwrap();
+    let fake = b"#!/bin/sh\necho 'FAKE artifact (a kk test stand-in)'\n";
+    std::fs::write(root.join("fake"), fake).unwrap();
+    let srv = HttpServer::start("127.0.0.1".parse().unwrap(), &root).unwrap();
+    p.file(
+        "artifacts.yaml",
+        "zones:\n  global: \"http://127.0.0.1:9/\"\ncomponents: {}\n",
+    );
+    let comps = [
+        "kubelet",
+        "kubeadm",
+        "kubectl",
+        "calico",
+        "calicoctl",
+        "localpv_provisioner",
+    ];
+    let url = srv.url("fake");
+    let digest = &sha(fake)[7..];
+    p.file(
+        "config.yaml",
+        &format!(
+            r#"apiVersion: kubekey.kubesphere.io/v1
+kind: Config
+spec:
+  kubernetes: {{kube_version: v1.34.3, helm_version: ""}}
+  etcd: {{etcd_version: ""}}
+  cri: {{containerd_version: "", runc_version: "", crictl_version: ""}}
+  cni: {{cni_plugins_version: ""}}
+  image_registry: {{auth: {{registry: "{addr}"}}}}
+  download:
+    manifest: {manifest}
+    arch: [amd64]
+    artifact_url: {{{urls}}}
+    sha256: {{{sums}}}
+    images:
+      auths: [{{registry: "{addr}", plain_http: true}}]
+"#,
+            addr = addr,
+            manifest = p.path("artifacts.yaml").display(),
+            urls = comps
+                .iter()
+                .map(|c| format!("{}: \"{}\"", c, url))
+                .collect::<Vec<_>>()
+                .join(", "),
+            sums = comps
+                .iter()
+                .map(|c| format!("{}: \"{}\"", c, digest))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+    );
+    let export = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("playbooks/artifact_export.yaml")
+        .display()
+        .to_string();
+    let wd = p.path("work");
+    let r = kk_json(&p, &["run", &export, "-c", "config.yaml"], &wd);
+    r.code(0);
+
+    // Every image of the list is in the layout, and the package lists and holds it.
+    let index: Value = serde_json::from_slice(
+        &std::fs::read(wd.join("kubekey/images/index.json")).expect("binary_dir/images"),
+    )
+    .unwrap();
+    let mut held: Vec<String> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["annotations"]["org.opencontainers.image.ref.name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    held.sort();
+    let mut want = names.clone();
+    want.sort();
+    assert_eq!(held, want);
+    let listed: Value = kk_engine::yaml::load_file(&wd.join("artifact/kubekey-artifact.yaml"))
+        .unwrap_or_else(|e| panic!("kubekey-artifact.yaml: {}", e.message))
+        .to_value();
+    assert_eq!(listed["images"], json!(names));
+    let tar = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(wd.join("artifact/kubekey-artifact.tar.gz"))
+        .output()
+        .unwrap();
+    let tar = String::from_utf8_lossy(&tar.stdout).to_string();
+    assert!(tar.lines().any(|l| l == "images/index.json"), "{}", tar);
 }
