@@ -6,7 +6,8 @@
 //! with a list written here.
 //!
 //! Every run is the real `kk` binary on the local connection against the repository's
-//! `roles/`, with `download.fetch: false` so nothing is pulled (no test hosts, no network).
+//! `roles/`, with `download.fetch: false` so nothing is pulled (no test hosts, no network),
+//! except the last test: `kk artifact export` against a real registry on loopback.
 //!
 //! Where each tag comes from:
 //! - kube-*: kubernetes.kube_version (kubeadm names its images
