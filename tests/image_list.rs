@@ -191,7 +191,7 @@ spec:
     v134_cilium:
       connector: {type: local}
       kubernetes: {kube_version: v1.34.3, control_plane_endpoint: {type: kube-vip}, kube_proxy: {enabled: false}}
-      etcd: {deployment_type: internal}
+      etcd: {deployment_type: internal, image_tag: 3.6.5-0}
       cni: {type: cilium, multi_cni: multus}
       storage_class: {local: {enabled: false}, nfs: {enabled: true}}
     v134_private:
@@ -262,7 +262,7 @@ spec:
     );
 
     // v1.34 with cilium 1.19.1 and multus, kube-vip (upstream's spelling), no kube-proxy,
-    // kubeadm's etcd, NFS instead of local PV.
+    // kubeadm's etcd of the user's tag (kubeadm v1.34's own: 3.6.5-0), NFS instead of local PV.
     let mut cp = control_plane(k8s, "v1.34.3");
     cp.retain(|i| !i.contains("/kube-proxy:"));
     assert_eq!(
@@ -271,7 +271,7 @@ spec:
             cp,
             s(&[
                 "registry.k8s.io/pause:3.10.1",
-                "registry.k8s.io/etcd:3.5.24-0",
+                "registry.k8s.io/etcd:3.6.5-0",
                 "registry.k8s.io/coredns/coredns:v1.12.1",
                 "registry.k8s.io/dns/k8s-dns-node-cache:1.26.4",
                 "docker.io/plndr/kube-vip:v0.7.2",
