@@ -600,8 +600,9 @@ fn every_cni_plugin_installs_its_chart() {
 }
 
 /// Role download's plan (templates/plan.json.j2, rendered on the controller alone): the
-/// optional add-ons' charts when enabled, a repository add-on chart at the path role addons
-/// reads, and a clear error for a chart without a sha256.
+/// optional add-ons' charts when enabled (one without a published digest unpinned), a
+/// repository add-on chart at the path role addons reads, and a clear error for an add-on
+/// chart without a sha256.
 #[test]
 fn download_plans_the_addon_charts() {
     let p = Project::new();
@@ -668,14 +669,29 @@ spec:
                 "dest": "addons/app/app-2.0.0.tgz", "sha256": sha_a}),
         ]
     );
+    // node_feature_discovery has no published digest: fetched, then its digest recorded
+    // in the lock file (tests/download_lock.rs).
+    let unpinned: Vec<&Value> = plan["unpinned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["dest"].as_str().unwrap().starts_with("addons/"))
+        .collect();
+    assert_eq!(
+        unpinned,
+        [
+            &serde_json::json!({"component": "node_feature_discovery", "version": "0.17.3", "arch": "all",
+            "url": "https://github.com/kubernetes-sigs/node-feature-discovery/releases/download/v0.17.3/node-feature-discovery-chart-0.17.3.tgz",
+            "dest": "addons/node-feature-discovery/node-feature-discovery-chart-0.17.3.tgz"})
+        ]
+    );
     let errors = plan["errors"].to_string();
-    for want in [
-        "node_feature_discovery 0.17.3 (all): no sha256 is known",
-        "set download.sha256.node_feature_discovery",
-        "addons[1] (unpinned): chart https://example.com/c/other-1.0.tgz?x=1 has no sha256",
-    ] {
-        assert!(errors.contains(want), "{want} in {errors}");
-    }
+    let want = "addons[1] (unpinned): chart https://example.com/c/other-1.0.tgz?x=1 has no sha256";
+    assert!(errors.contains(want), "{want} in {errors}");
+    assert!(
+        !errors.contains("node_feature_discovery"),
+        "recorded on first download, not refused: {errors}"
+    );
     assert!(
         !errors.contains("kata_deploy"),
         "kata is not enabled: {errors}"

@@ -160,13 +160,20 @@ fn download_verify_export_and_install_offline() {
         "only runc and etcd are fetched again"
     );
 
-    // 4. A component with no known digest fails before anything is fetched, naming both knobs.
+    // 4. A component with no published digest, with download.require_digest, fails before
+    //    anything is fetched, naming both knobs (without it, its first download would be
+    //    recorded in the lock file: tests/download_lock.rs).
     let before = srv.requests().len();
     let r = kk(
         &p,
         &install,
         &p.path("work-nosum"),
-        &["--set", "etcd.etcd_version=v3.4.99"],
+        &[
+            "--set",
+            "etcd.etcd_version=v3.4.99",
+            "--set",
+            "download.require_digest=true",
+        ],
     );
     assert_ne!(r.code, 0, "{}", r.describe());
     let msg = failure_text(&r);
