@@ -3,9 +3,10 @@
 //! tests/download.rs (controller only, no test hosts): the first download records and
 //! prints the digest, later runs are checked against it, a file swapped on the server is
 //! refused with both digests, `download.require_digest` refuses an unpinned component
-//! before any fetch, `--check` records nothing, and the offline package carries the lock
-//! (`artifacts.lock`): `-a` records its digests in a fresh work dir and refuses a package
-//! whose file does not match the lock.
+//! before any fetch, `--check` records nothing, a lock file kk cannot read is refused, an
+//! export that fetches nothing cannot pack an unpinned artifact, and the offline package
+//! carries the lock (`artifacts.lock`): `-a` records its digests in a fresh work dir and
+//! refuses a package whose lock or file does not match the work dir's lock.
 //!
 //! Unpinned here: the calico chart (one file for every architecture) and calicoctl (amd64);
 //! the test's manifest lists no digest for their version.
@@ -216,6 +217,60 @@ fn lock_file_records_first_downloads_and_refuses_changes() {
         assert_eq!(srv.requests().len(), served.len(), "{:?}", srv.requests());
     }
     assert!(!p.path("work-strict/artifacts.lock").exists());
+
+    // 4b. A lock file kk cannot read is refused, not silently replaced; an export that
+    //     fetches nothing (download.fetch false) cannot pack what has no digest.
+    for (name, text, want) in [
+        (
+            "work-badlock1",
+            "- calico\n",
+            "is not a mapping with an `artifacts` list",
+        ),
+        (
+            "work-badlock2",
+            "artifacts:\n  - {component: calico, version: v3.31.3, arch: all, sha256: nothex}\n",
+            "needs component, version, arch and a sha256 of 64 hex digits",
+        ),
+    ] {
+        let wd = p.path(name);
+        std::fs::create_dir_all(&wd).unwrap();
+        std::fs::write(wd.join("artifacts.lock"), text).unwrap();
+        let r = install(&p, &wd, &[]);
+        assert_ne!(r.code, 0, "{}", r.describe());
+        let msg = failures(&r).join("\n");
+        assert!(
+            msg.contains(want) && msg.contains(&wd.join("artifacts.lock").display().to_string()),
+            "{} in\n{}",
+            want,
+            msg
+        );
+        assert_eq!(
+            std::fs::read_to_string(wd.join("artifacts.lock")).unwrap(),
+            text
+        );
+    }
+    let wd = p.path("work-nofetch");
+    let r = kk_json(
+        &p,
+        &[
+            "artifact",
+            "export",
+            "-c",
+            "config.yaml",
+            "--set",
+            "download.fetch=false",
+        ],
+        &wd,
+    );
+    assert_ne!(r.code, 0, "{}", r.describe());
+    let msg = failures(&r).join("\n");
+    assert!(
+        msg.contains("no sha256 is published or recorded") && msg.contains("calicoctl, calico"),
+        "{}",
+        msg
+    );
+    assert!(!wd.join("artifact/kubekey-artifact.tar.gz").exists());
+    assert_eq!(srv.requests().len(), served.len(), "{:?}", srv.requests());
 
     // 5. The offline package carries the lock entries, first, and checks them.
     let r = export(&p, &w1);
