@@ -539,3 +539,57 @@ spec:
     let tar = String::from_utf8_lossy(&tar.stdout).to_string();
     assert!(tar.lines().any(|l| l == "images/index.json"), "{}", tar);
 }
+
+/// A Calico patch release without a list (v1.32's v3.30.6): the images of the listed
+/// release of its minor (v3.30.5) with its own tag, and the operator the downloaded chart
+/// deploys, read from the chart's values.yaml. The chart here is a FAKE stand-in holding
+/// only that file, with an operator tag no release has.
+#[test]
+fn a_calico_release_without_a_list_takes_the_operator_of_its_chart() {
+    let p = project(
+        "kind: Inventory\nspec:\n  hosts:\n    localhost: {connector: {type: local}, kubernetes: {kube_version: v1.32.5}}\n",
+        NO_FETCH,
+    );
+    let dest = "cni/calico/tigera-operator-v3.30.6.tgz";
+    p.file(
+        "site.yaml",
+        &SITE.replace(
+            "    download_images_computed: true\n",
+            &format!(
+                "    download_images_computed: true\n    download_plan: {{artifacts: [{{component: calico, dest: {}}}]}}\n",
+                dest
+            ),
+        ),
+    );
+    let chart = p.path("chart/tigera-operator");
+    std::fs::create_dir_all(&chart).unwrap();
+    std::fs::write(
+        chart.join("values.yaml"),
+        "# FAKE tigera-operator chart values (a kk test stand-in)\ntigeraOperator:\n  image: tigera/operator\n  version: v1.38.99-fake\n  registry: quay.io\n",
+    )
+    .unwrap();
+    let tgz = p.path("wd/kubekey").join(dest);
+    std::fs::create_dir_all(tgz.parent().unwrap()).unwrap();
+    let st = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(p.path("chart"))
+        .arg("tigera-operator")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let r = run(&p);
+    r.code(0);
+    let want = cat(&[
+        control_plane("registry.k8s.io", "v1.32.5"),
+        s(&[
+            "registry.k8s.io/pause:3.10",
+            "registry.k8s.io/coredns/coredns:v1.11.3",
+            "registry.k8s.io/dns/k8s-dns-node-cache:1.23.1",
+        ]),
+        calico("docker.io", "quay.io", "v3.30.6", "v1.38.99-fake"),
+        localpv("docker.io"),
+    ]);
+    assert_eq!(list(&r, "localhost"), want);
+}
