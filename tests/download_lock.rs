@@ -2,11 +2,12 @@
 //! artifacts with no published digest, against the local artifact server of
 //! tests/download.rs (controller only, no test hosts): the first download records and
 //! prints the digest, later runs are checked against it, a file swapped on the server is
-//! refused with both digests, `download.require_digest` refuses an unpinned component
-//! before any fetch, `--check` records nothing, a lock file kk cannot read is refused, an
-//! export that fetches nothing cannot pack an unpinned artifact, and the offline package
-//! carries the lock (`artifacts.lock`): `-a` records its digests in a fresh work dir and
-//! refuses a package whose lock or file does not match the work dir's lock.
+//! refused with both digests (and a published digest that contradicts the recorded one is
+//! warned of), `download.require_digest` refuses an unpinned component before any fetch,
+//! `--check` records nothing, a lock file kk cannot read is refused, an export that
+//! fetches nothing cannot pack an unpinned artifact, and the offline package carries the
+//! lock (`artifacts.lock`): `-a` records its digests in a fresh work dir and refuses a
+//! package whose lock or file does not match the work dir's lock.
 //!
 //! Unpinned here: the calico chart (one file for every architecture) and calicoctl (amd64);
 //! the test's manifest lists no digest for their version.
@@ -331,6 +332,26 @@ fn lock_file_records_first_downloads_and_refuses_changes() {
         lock,
         "never re-recorded"
     );
+
+    // 6b. A digest published (here: configured) later that contradicts the recorded one is
+    //     used, with a warning naming both; the lock entry stays until the user drops it.
+    let set = format!("download.sha256.calico={}", new_sha);
+    let r = install(&p, &w1, &["--set", &set]);
+    r.code(0);
+    let warning = r.msg(
+        "Download | WARNING: a published digest differs from the one recorded on first download",
+        "localhost",
+    )
+    .to_string();
+    for want in [
+        "calico v3.31.3 (all)",
+        &format!("recorded {} on its first download", sums["calico"]),
+        &format!("download.sha256.calico says {}", new_sha),
+    ] {
+        assert!(warning.contains(want), "{} in\n{}", want, warning);
+    }
+    assert_eq!(sha256_file(&chart_local), new_sha);
+    assert_eq!(std::fs::read_to_string(&lock1).unwrap(), lock);
 
     // 7. A fresh work dir records the new chart; its package holds the new digest.
     let w3 = p.path("work3");
