@@ -39,6 +39,7 @@ use common::cri::{busybox_layout, CONTAINERD_VERSION};
 use common::docker::{COMPOSE_VERSION, DOCKER_VERSION, REGISTRY_VERSION};
 use common::etcd::ETCD_VERSION;
 use common::fakes::{self, FakeArtifacts};
+use common::registry::curl;
 use common::validate::{assert_kubernetes_valid, haproxy_check, systemd_verify};
 use common::{sh, Project, Run};
 use serde_json::Value;
@@ -137,21 +138,7 @@ spec:
 /// the registry password appears nowhere in what it prints or records.
 fn create_cluster(p: &Project, extra: &[&str]) -> Run {
     let r = p.kk_flow(&["create", "cluster"], extra);
-    assert!(
-        !r.stdout.contains(PASSWORD) && !r.stderr.contains(PASSWORD),
-        "the registry password was printed\n{}",
-        r.describe()
-    );
-    let leaked = std::process::Command::new("grep")
-        .args(["-rl", PASSWORD])
-        .arg(p.path("wd/runs"))
-        .output()
-        .unwrap();
-    assert!(
-        leaked.stdout.is_empty(),
-        "the registry password is in the run records: {}",
-        String::from_utf8_lossy(&leaked.stdout)
-    );
+    common::assert_secret_hidden(p, &r, PASSWORD);
     r
 }
 
@@ -515,20 +502,20 @@ fn create_cluster_installs_kubernetes_on_etcd_containerd_and_a_registry_then_cha
     // pushed image listed.
     let reg = bed.hosts()[3].ip.to_string();
     let ca = p.path("wd/pki/root.crt").display().to_string();
-    let curl = |args: &[&str]| -> String {
-        let out = std::process::Command::new("curl")
-            .args(["-s", "-w", "\n%{http_code}", "--cacert", &ca])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    assert!(curl(&[&format!("https://{}/v2/", reg)]).ends_with("\n401"));
+    let (_, code) = curl(&["--cacert", &ca, &format!("https://{}/v2/", reg)]);
+    assert_eq!(code, "401");
     let auth = format!("admin:{}", PASSWORD);
-    let catalog = curl(&["-u", &auth, &format!("https://{}/v2/_catalog", reg)]);
+    let (catalog, code) = curl(&[
+        "--cacert",
+        &ca,
+        "-u",
+        &auth,
+        &format!("https://{}/v2/_catalog", reg),
+    ]);
     assert!(
-        catalog.contains("\"kk/busybox\"") && catalog.ends_with("\n200"),
-        "{}",
+        catalog.contains("\"kk/busybox\"") && code == "200",
+        "{} {}",
+        code,
         catalog
     );
 

@@ -31,6 +31,7 @@ use std::process::Command;
 
 use common::artifacts::repo;
 use common::docker::{binary_dir, compose_bin, CRIDOCKERD_VERSION, DOCKER_VERSION};
+use common::registry::curl;
 use common::{bed_inventory_hosts, fresh, sh, Project, Run};
 use testbed::TestBed;
 
@@ -201,17 +202,6 @@ fn project(bed: &TestBed, registry_type: &str) -> Project {
         .file("docker_hosts.yaml", DOCKER_HOSTS)
         .file("uninstall_cri.yaml", UNINSTALL_CRI);
     p
-}
-
-fn curl(args: &[&str]) -> (String, String) {
-    let out = Command::new("curl")
-        .args(["-s", "-w", "\n%{http_code}"])
-        .args(args)
-        .output()
-        .expect("curl is installed");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (body.to_string(), code.to_string())
 }
 
 #[test]

@@ -45,7 +45,8 @@ use common::cri::busybox_layout;
 use common::docker::{COMPOSE_VERSION, REGISTRY_VERSION};
 use common::fakes::{self, FakeArtifacts};
 use common::fresh::{differences, state};
-use common::{sh, Project, Run};
+use common::registry::curl;
+use common::{assert_secret_hidden, sh, Project, Run};
 use serde_json::Value;
 use testbed::TestBed;
 
@@ -126,21 +127,7 @@ impl Timings {
         let r = p.kk_flow(args, &[]);
         self.0.push((step.to_string(), t.elapsed()));
         eprintln!("{}: {:.1}s", step, t.elapsed().as_secs_f64());
-        assert!(
-            !r.stdout.contains(PASSWORD) && !r.stderr.contains(PASSWORD),
-            "the registry password was printed by {}",
-            step
-        );
-        let leaked = std::process::Command::new("grep")
-            .args(["-rl", PASSWORD])
-            .arg(p.path("wd/runs"))
-            .output()
-            .unwrap();
-        assert!(
-            leaked.stdout.is_empty(),
-            "the registry password is in the run records: {}",
-            String::from_utf8_lossy(&leaked.stdout)
-        );
+        assert_secret_hidden(p, &r, PASSWORD);
         r
     }
 
@@ -208,18 +195,6 @@ fn served_cert(bed: &TestBed, addr: &str) -> String {
         addr
     );
     sh(bed, 0, &cmd)
-}
-
-/// The registry's answer to `curl -s <args>`: body and HTTP code.
-fn curl(args: &[&str]) -> (String, String) {
-    let out = std::process::Command::new("curl")
-        .args(["-s", "-w", "\n%{http_code}"])
-        .args(args)
-        .output()
-        .expect("curl is installed");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (body.to_string(), code.to_string())
 }
 
 /// The LoadState of each unit on host `i`, one per line (`not-found` when absent).

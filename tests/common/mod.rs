@@ -220,3 +220,23 @@ pub fn sh(bed: &testbed::TestBed, i: usize, cmd: &str) -> String {
     );
     String::from_utf8_lossy(&out.stdout).trim_end().to_string()
 }
+
+/// A secret of the config (a password) appears nowhere in what a run printed or in the run
+/// records under `<project>/wd/runs`.
+pub fn assert_secret_hidden(p: &Project, r: &Run, secret: &str) {
+    assert!(
+        !r.stdout.contains(secret) && !r.stderr.contains(secret),
+        "a secret was printed\n{}",
+        r.describe()
+    );
+    let leaked = Command::new("grep")
+        .args(["-rl", secret])
+        .arg(p.path("wd/runs"))
+        .output()
+        .unwrap();
+    assert!(
+        leaked.stdout.is_empty(),
+        "a secret is in the run records: {}",
+        String::from_utf8_lossy(&leaked.stdout)
+    );
+}

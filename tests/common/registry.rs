@@ -178,3 +178,15 @@ fn start(user: Option<(&str, &str)>, tls: Option<(&Path, &Path)>) -> RegistrySer
         _dir: dir,
     }
 }
+
+/// `curl -s <args>` from the controller: the body and the HTTP code (registry checks).
+pub fn curl(args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("curl is installed");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (body.to_string(), code.to_string())
+}
