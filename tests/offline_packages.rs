@@ -1,0 +1,112 @@
+//! OS packages offline: the export side (role download/repository on this controller, a
+//! Debian 12 machine like the test hosts, builds an apt repository of the packages
+//! native/repository installs, with their whole dependency closure, under
+//! binary_dir/repository/debian-12-debs-amd64/) and the host side (native/repository
+//! installs what is missing from it alone), through tests/fixtures/offline_packages.yaml.
+//!
+//! The test host has no route to any mirror: the test shows `apt-get update` failing there
+//! first. ipvsadm, its only user of libnl-genl-3-200, and socat are removed from it, so the
+//! install needs a dependency that only the repository's closure carries. Time sync is off
+//! (chrony's postinst would start chronyd, which could step this machine's clock: the hosts
+//! share its kernel).
+//!
+//! The controller does reach Debian's mirrors: the repository's apt state (lists, .debs) is
+//! kept in target/kk-offline-apt (repository.apt_dir), so a re-run downloads nothing.
+
+mod common;
+
+use std::path::Path;
+
+use common::{bed_inventory_hosts, sh, Project, Run};
+use testbed::TestBed;
+
+/// The packages taken off the host: ipvsadm needs libnl-genl-3-200 back.
+const REMOVED: [&str; 3] = ["ipvsadm", "libnl-genl-3-200", "socat"];
+
+/// Every file under /etc/apt and the apt lists with its sha256: what must not change.
+const APT_STATE: &str =
+    "find /etc/apt /var/lib/apt/lists -type f -print0 | sort -z | xargs -0 sha256sum";
+
+fn config(apt_dir: &Path) -> String {
+    format!(
+        "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nspec:\n  native:\n    ntp:\n      enabled: false\n  repository:\n    build: true\n    apt_dir: {}\n",
+        serde_json::to_string(&apt_dir.to_string_lossy()).unwrap()
+    )
+}
+
+fn run(p: &Project) -> Run {
+    let playbook =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/offline_packages.yaml");
+    p.kk_flow(&["run", playbook.to_str().unwrap()], &[])
+}
+
+#[test]
+fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_repository() {
+    let bed = TestBed::start(1).expect("boot test host");
+    let apt_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kk-offline-apt");
+    let p = Project::new();
+    let mut inv = bed_inventory_hosts(&bed, &["node1"]);
+    inv.push_str("  groups:\n    kube_control_plane:\n      hosts: [node1]\n    etcd:\n      hosts: [node1]\n    k8s_cluster:\n      groups: [kube_control_plane]\n");
+    p.file("inventory.yaml", &inv)
+        .file("config.yaml", &config(&apt_dir));
+
+    // No route to any mirror: apt-get update fails on the host (any fetch error is fatal).
+    let upd = bed.ssh(0, "apt-get -o APT::Update::Error-Mode=any update 2>&1");
+    let upd_out = String::from_utf8_lossy(&upd.stdout).into_owned();
+    assert!(
+        !upd.status.success() && upd_out.contains("deb.debian.org"),
+        "the test host reaches a mirror: {upd_out}"
+    );
+    sh(
+        &bed,
+        0,
+        &format!("dpkg --purge {} >/dev/null", REMOVED.join(" ")),
+    );
+    let apt_before = sh(&bed, 0, APT_STATE);
+
+    let r = run(&p);
+    r.code(0);
+    assert_eq!(r.recap("node1")["failed"], 0, "{}", r.describe());
+    let built = p.path("wd/kubekey/repository/debian-12-debs-amd64");
+    assert!(built.join("Packages.gz").is_file(), "{}", r.describe());
+    let meta = std::fs::read_to_string(built.join("kubekey-repository.yaml")).unwrap();
+    assert!(
+        meta.contains("os: {id: \"debian\", version_id: \"12\"")
+            && meta.contains("arch: amd64")
+            && meta.contains("\"libnl-genl-3-200="),
+        "{meta}"
+    );
+    assert_eq!(
+        r.status("Repository | Install the missing packages from it", "node1"),
+        "changed",
+        "{}",
+        r.describe()
+    );
+    for pkg in REMOVED {
+        sh(
+            &bed,
+            0,
+            &format!("dpkg -s {pkg} | grep -qx 'Status: install ok installed'"),
+        );
+    }
+    assert_eq!(
+        sh(&bed, 0, APT_STATE),
+        apt_before,
+        "the host's apt files changed"
+    );
+    assert_eq!(
+        sh(
+            &bed,
+            0,
+            "ls /tmp/kubekey/repository 2>&1 || true; grep -c ' /tmp/' /proc/mounts || true"
+        ),
+        "ls: cannot access '/tmp/kubekey/repository': No such file or directory\n0",
+        "the repository's copy or a mount is left on the host"
+    );
+
+    // A second run: the repository is the same, every package is there — no change.
+    let r = run(&p);
+    r.code(0);
+    assert_eq!(r.recap("node1")["changed"], 0, "{}", r.describe());
+    assert_eq!(r.recap("localhost")["changed"], 0, "{}", r.describe());
+}
