@@ -109,4 +109,56 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
     r.code(0);
     assert_eq!(r.recap("node1")["changed"], 0, "{}", r.describe());
     assert_eq!(r.recap("localhost")["changed"], 0, "{}", r.describe());
+
+    // Upstream's way: the same repository as an image `<ID>-<VERSION_ID>-debs-<arch>.iso`
+    // (`download.iso`), loop-mounted on the host. The image is ext4 (`mke2fs -d`: e2fsprogs
+    // is on every Debian, xorriso is not); the role mounts whatever the kernel recognises.
+    let iso = p.path("wd/kubekey/repository/debian-12-debs-amd64.iso");
+    let mk = std::process::Command::new("mke2fs")
+        .args(["-q", "-F", "-t", "ext4", "-d"])
+        .arg(&built)
+        .arg(&iso)
+        .arg("80M")
+        .output()
+        .expect("run mke2fs");
+    assert!(
+        mk.status.success(),
+        "mke2fs: {}",
+        String::from_utf8_lossy(&mk.stderr)
+    );
+    std::fs::remove_dir_all(&built).unwrap();
+    p.file(
+        "config.yaml",
+        &config(&apt_dir).replace("build: true", "build: false"),
+    );
+    sh(
+        &bed,
+        0,
+        &format!("dpkg --purge {} >/dev/null", REMOVED.join(" ")),
+    );
+    let r = run(&p);
+    r.code(0);
+    assert_eq!(
+        r.status("Repository | Install the missing packages from it", "node1"),
+        "changed",
+        "{}",
+        r.describe()
+    );
+    for pkg in REMOVED {
+        sh(
+            &bed,
+            0,
+            &format!("dpkg -s {pkg} | grep -qx 'Status: install ok installed'"),
+        );
+    }
+    assert_eq!(
+        sh(&bed, 0, APT_STATE),
+        apt_before,
+        "the host's apt files changed"
+    );
+    assert_eq!(
+        sh(&bed, 0, "ls /tmp/kubekey/repository 2>&1 || true; grep -c ' /tmp/' /proc/mounts || true; losetup -a | grep -c kubekey || true"),
+        "ls: cannot access '/tmp/kubekey/repository': No such file or directory\n0\n0",
+        "the image's copy, its mount or its loop device is left on the host"
+    );
 }
