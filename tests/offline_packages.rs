@@ -2,7 +2,9 @@
 //! Debian 12 machine like the test hosts, builds an apt repository of the packages
 //! native/repository installs, with their whole dependency closure, under
 //! binary_dir/repository/debian-12-debs-amd64/) and the host side (native/repository
-//! installs what is missing from it alone), through tests/fixtures/offline_packages.yaml.
+//! installs what is missing from it alone), through tests/fixtures/offline_packages.yaml:
+//! from the work dir, from the offline package (download/package, then `-a` in another work
+//! dir) and from the same repository as a loop-mounted image (upstream's ISO way).
 //!
 //! The test host has no route to any mirror: the test shows `apt-get update` failing there
 //! first. ipvsadm, its only user of libnl-genl-3-200, and socat are removed from it, so the
@@ -34,48 +36,28 @@ fn config(apt_dir: &Path) -> String {
     )
 }
 
-fn run(p: &Project) -> Run {
+fn run(p: &Project, extra: &[&str]) -> Run {
     let playbook =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/offline_packages.yaml");
-    p.kk_flow(&["run", playbook.to_str().unwrap()], &[])
+    p.kk_flow(&["run", playbook.to_str().unwrap()], extra)
 }
 
-#[test]
-fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_repository() {
-    let bed = TestBed::start(1).expect("boot test host");
-    let apt_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kk-offline-apt");
+/// A project on the bed's one host (node1, a control plane node) with [`config`].
+fn project(bed: &TestBed, apt_dir: &Path, build: bool) -> Project {
     let p = Project::new();
-    let mut inv = bed_inventory_hosts(&bed, &["node1"]);
+    let mut inv = bed_inventory_hosts(bed, &["node1"]);
     inv.push_str("  groups:\n    kube_control_plane:\n      hosts: [node1]\n    etcd:\n      hosts: [node1]\n    k8s_cluster:\n      groups: [kube_control_plane]\n");
-    p.file("inventory.yaml", &inv)
-        .file("config.yaml", &config(&apt_dir));
-
-    // No route to any mirror: apt-get update fails on the host (any fetch error is fatal).
-    let upd = bed.ssh(0, "apt-get -o APT::Update::Error-Mode=any update 2>&1");
-    let upd_out = String::from_utf8_lossy(&upd.stdout).into_owned();
-    assert!(
-        !upd.status.success() && upd_out.contains("deb.debian.org"),
-        "the test host reaches a mirror: {upd_out}"
+    p.file("inventory.yaml", &inv).file(
+        "config.yaml",
+        &config(apt_dir).replace("build: true", &format!("build: {build}")),
     );
-    sh(
-        &bed,
-        0,
-        &format!("dpkg --purge {} >/dev/null", REMOVED.join(" ")),
-    );
-    let apt_before = sh(&bed, 0, APT_STATE);
+    p
+}
 
-    let r = run(&p);
+/// The run installed [`REMOVED`] from the repository, left the host's apt files as they
+/// were, and left no copy, mount or loop device behind.
+fn assert_installed(bed: &TestBed, r: &Run, apt_before: &str) {
     r.code(0);
-    assert_eq!(r.recap("node1")["failed"], 0, "{}", r.describe());
-    let built = p.path("wd/kubekey/repository/debian-12-debs-amd64");
-    assert!(built.join("Packages.gz").is_file(), "{}", r.describe());
-    let meta = std::fs::read_to_string(built.join("kubekey-repository.yaml")).unwrap();
-    assert!(
-        meta.contains("os: {id: \"debian\", version_id: \"12\"")
-            && meta.contains("arch: amd64")
-            && meta.contains("\"libnl-genl-3-200="),
-        "{meta}"
-    );
     assert_eq!(
         r.status("Repository | Install the missing packages from it", "node1"),
         "changed",
@@ -84,39 +66,91 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
     );
     for pkg in REMOVED {
         sh(
-            &bed,
+            bed,
             0,
             &format!("dpkg -s {pkg} | grep -qx 'Status: install ok installed'"),
         );
     }
     assert_eq!(
-        sh(&bed, 0, APT_STATE),
+        sh(bed, 0, APT_STATE),
         apt_before,
         "the host's apt files changed"
     );
     assert_eq!(
-        sh(
-            &bed,
-            0,
-            "ls /tmp/kubekey/repository 2>&1 || true; grep -c ' /tmp/' /proc/mounts || true"
-        ),
-        "ls: cannot access '/tmp/kubekey/repository': No such file or directory\n0",
-        "the repository's copy or a mount is left on the host"
+        sh(bed, 0, "ls /tmp/kubekey/repository 2>&1 || true; grep -c ' /tmp/' /proc/mounts || true; losetup -a | grep -c kubekey || true"),
+        "ls: cannot access '/tmp/kubekey/repository': No such file or directory\n0\n0",
+        "the repository's copy, a mount or a loop device is left on the host"
     );
+}
+
+#[test]
+fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_repository() {
+    let bed = TestBed::start(1).expect("boot test host");
+    let apt_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kk-offline-apt");
+    let purge = format!("dpkg --purge {} >/dev/null", REMOVED.join(" "));
+
+    // No route to any mirror: apt-get update fails on the host (any fetch error is fatal).
+    let upd = bed.ssh(0, "apt-get -o APT::Update::Error-Mode=any update 2>&1");
+    let upd_out = String::from_utf8_lossy(&upd.stdout).into_owned();
+    assert!(
+        !upd.status.success() && upd_out.contains("deb.debian.org"),
+        "the test host reaches a mirror: {upd_out}"
+    );
+    sh(&bed, 0, &purge);
+    let apt_before = sh(&bed, 0, APT_STATE);
+
+    // 1. Export: the repository is built for this controller's release and packed; the
+    // host installs from the work dir's copy.
+    let a = project(&bed, &apt_dir, true);
+    let r = run(&a, &[]);
+    r.code(0);
+    let built = a.path("wd/kubekey/repository/debian-12-debs-amd64");
+    assert!(built.join("Packages.gz").is_file(), "{}", r.describe());
+    let meta = std::fs::read_to_string(built.join("kubekey-repository.yaml")).unwrap();
+    assert!(
+        meta.contains("os: {id: \"debian\", version_id: \"12\"")
+            && meta.contains("arch: amd64")
+            && meta.contains("\"libnl-genl-3-200="),
+        "{meta}"
+    );
+    let pkg = a.path("wd/artifact/kubekey-artifact.tar.gz");
+    let list = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(&pkg)
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout).into_owned();
+    assert!(
+        list.lines()
+            .any(|l| l == "repository/debian-12-debs-amd64/Packages.gz")
+            && list
+                .lines()
+                .any(|l| l.starts_with("repository/debian-12-debs-amd64/ipvsadm_")),
+        "the package lacks the repository: {list}"
+    );
+    assert_installed(&bed, &r, &apt_before);
 
     // A second run: the repository is the same, every package is there — no change.
-    let r = run(&p);
+    let r = run(&a, &[]);
     r.code(0);
     assert_eq!(r.recap("node1")["changed"], 0, "{}", r.describe());
     assert_eq!(r.recap("localhost")["changed"], 0, "{}", r.describe());
 
-    // Upstream's way: the same repository as an image `<ID>-<VERSION_ID>-debs-<arch>.iso`
+    // 2. `-a`: another work dir, no build, the package alone.
+    let b = project(&bed, &apt_dir, false);
+    sh(&bed, 0, &purge);
+    let set = format!("download.artifact_file={}", pkg.display());
+    let r = run(&b, &["--set", &set]);
+    assert_installed(&bed, &r, &apt_before);
+
+    // 3. Upstream's way: the same repository as an image `<ID>-<VERSION_ID>-debs-<arch>.iso`
     // (`download.iso`), loop-mounted on the host. The image is ext4 (`mke2fs -d`: e2fsprogs
     // is on every Debian, xorriso is not); the role mounts whatever the kernel recognises.
-    let iso = p.path("wd/kubekey/repository/debian-12-debs-amd64.iso");
+    let dir = b.path("wd/kubekey/repository/debian-12-debs-amd64");
+    let iso = b.path("wd/kubekey/repository/debian-12-debs-amd64.iso");
     let mk = std::process::Command::new("mke2fs")
         .args(["-q", "-F", "-t", "ext4", "-d"])
-        .arg(&built)
+        .arg(&dir)
         .arg(&iso)
         .arg("80M")
         .output()
@@ -126,39 +160,8 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
         "mke2fs: {}",
         String::from_utf8_lossy(&mk.stderr)
     );
-    std::fs::remove_dir_all(&built).unwrap();
-    p.file(
-        "config.yaml",
-        &config(&apt_dir).replace("build: true", "build: false"),
-    );
-    sh(
-        &bed,
-        0,
-        &format!("dpkg --purge {} >/dev/null", REMOVED.join(" ")),
-    );
-    let r = run(&p);
-    r.code(0);
-    assert_eq!(
-        r.status("Repository | Install the missing packages from it", "node1"),
-        "changed",
-        "{}",
-        r.describe()
-    );
-    for pkg in REMOVED {
-        sh(
-            &bed,
-            0,
-            &format!("dpkg -s {pkg} | grep -qx 'Status: install ok installed'"),
-        );
-    }
-    assert_eq!(
-        sh(&bed, 0, APT_STATE),
-        apt_before,
-        "the host's apt files changed"
-    );
-    assert_eq!(
-        sh(&bed, 0, "ls /tmp/kubekey/repository 2>&1 || true; grep -c ' /tmp/' /proc/mounts || true; losetup -a | grep -c kubekey || true"),
-        "ls: cannot access '/tmp/kubekey/repository': No such file or directory\n0\n0",
-        "the image's copy, its mount or its loop device is left on the host"
-    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    sh(&bed, 0, &purge);
+    let r = run(&b, &[]);
+    assert_installed(&bed, &r, &apt_before);
 }
