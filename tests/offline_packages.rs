@@ -164,4 +164,25 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
     sh(&bed, 0, &purge);
     let r = run(&b, &[]);
     assert_installed(&bed, &r, &apt_before);
+
+    // 4. Only a repository of another release: said, and with every package present
+    // nothing is done.
+    std::fs::rename(
+        &iso,
+        b.path("wd/kubekey/repository/debian-11-debs-amd64.iso"),
+    )
+    .unwrap();
+    let r = run(&b, &[]);
+    r.code(0);
+    assert_eq!(r.recap("node1")["changed"], 0, "{}", r.describe());
+    let note = r.msg(
+        "Repository | Say that no offline repository fits this host",
+        "node1",
+    );
+    assert!(
+        note.as_str()
+            .unwrap_or_default()
+            .contains("(there: debian-11-debs-amd64.iso)"),
+        "{note}"
+    );
 }
