@@ -20,6 +20,7 @@ mod common;
 use std::path::Path;
 
 use common::{bed_inventory_hosts, sh, Project, Run};
+use testbed::http::HttpServer;
 use testbed::TestBed;
 
 /// The packages taken off the host: ipvsadm needs libnl-genl-3-200 back.
@@ -28,6 +29,20 @@ const REMOVED: [&str; 3] = ["ipvsadm", "libnl-genl-3-200", "socat"];
 /// Every file under /etc/apt and the apt lists with its sha256: what must not change.
 const APT_STATE: &str =
     "find /etc/apt /var/lib/apt/lists -type f -print0 | sort -z | xargs -0 sha256sum";
+
+/// Runs `cmd` on this machine (the controller); it must succeed. Its stdout.
+fn sh_local(cmd: &str) -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
 
 fn config(apt_dir: &Path) -> String {
     format!(
@@ -144,14 +159,16 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
     assert_installed(&bed, &r, &apt_before);
 
     // 3. Upstream's way: the same repository as an image `<ID>-<VERSION_ID>-debs-<arch>.iso`
-    // (`download.iso`), loop-mounted on the host. The image is ext4 (`mke2fs -d`: e2fsprogs
-    // is on every Debian, xorriso is not); the role mounts whatever the kernel recognises.
+    // fetched by the export (repository.iso, sha256 required; here from a test server), then
+    // loop-mounted on the host. The image is ext4 (`mke2fs -d`: e2fsprogs is on every
+    // Debian, xorriso is not); the role mounts whatever the kernel recognises.
     let dir = b.path("wd/kubekey/repository/debian-12-debs-amd64");
-    let iso = b.path("wd/kubekey/repository/debian-12-debs-amd64.iso");
+    let served = tempfile::tempdir().unwrap();
+    let image = served.path().join("debian-12-debs-amd64.iso");
     let mk = std::process::Command::new("mke2fs")
         .args(["-q", "-F", "-t", "ext4", "-d"])
         .arg(&dir)
-        .arg(&iso)
+        .arg(&image)
         .arg("80M")
         .output()
         .expect("run mke2fs");
@@ -160,9 +177,27 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
         "mke2fs: {}",
         String::from_utf8_lossy(&mk.stderr)
     );
+    let srv = HttpServer::start("127.0.0.1".parse().unwrap(), served.path()).unwrap();
+    let sum = sh_local(&format!("sha256sum < {}", image.display()));
+    let sum = sum.split_whitespace().next().unwrap();
+    let iso_config = |sha: &str| {
+        format!(
+            "{}    iso:\n      - name: debian-12-debs\n        url: {}\n        sha256: {{amd64: \"{sha}\"}}\n",
+            config(&apt_dir).replace("build: true", "build: false"),
+            srv.url("/{name}-{arch}.iso"),
+        )
+    };
     std::fs::remove_dir_all(&dir).unwrap();
+    // A wrong sha256 is refused, and nothing is kept.
+    b.file("config.yaml", &iso_config(&"0".repeat(64)));
+    let r = run(&b, &[]);
+    assert_ne!(r.code, 0, "{}", r.describe());
+    let iso = b.path("wd/kubekey/repository/debian-12-debs-amd64.iso");
+    assert!(!iso.exists());
+    b.file("config.yaml", &iso_config(sum));
     sh(&bed, 0, &purge);
     let r = run(&b, &[]);
+    assert!(iso.is_file(), "{}", r.describe());
     assert_installed(&bed, &r, &apt_before);
 
     // 4. Only a repository of another release: said, and with every package present
@@ -172,6 +207,10 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
         b.path("wd/kubekey/repository/debian-11-debs-amd64.iso"),
     )
     .unwrap();
+    b.file(
+        "config.yaml",
+        &config(&apt_dir).replace("build: true", "build: false"),
+    );
     let r = run(&b, &[]);
     r.code(0);
     assert_eq!(r.recap("node1")["changed"], 0, "{}", r.describe());
