@@ -169,7 +169,7 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
         .args(["-q", "-F", "-t", "ext4", "-d"])
         .arg(&dir)
         .arg(&image)
-        .arg("80M")
+        .arg("48M")
         .output()
         .expect("run mke2fs");
     assert!(
