@@ -17,37 +17,11 @@ use std::path::Path;
 use std::process::Command;
 
 use common::artifacts::{
-    assert_landed, build_server, changed, kk_json, manifest, repo, sha256_file, tar_gz,
+    assert_landed, build_server, changed, download_config, kk_json, manifest, repo, sha256_file,
+    tar_gz,
 };
 use common::{Project, Run};
 use testbed::http::HttpServer;
-
-fn config(p: &Project, base: &str, kubectl_sha: &str) -> String {
-    format!(
-        r#"apiVersion: kubekey.kubesphere.io/v1
-kind: Config
-spec:
-  zone: cn
-  kubernetes: {{kube_version: v1.20.2, helm_version: v3.18.5}}
-  etcd: {{deployment_type: external, etcd_version: v3.4.23}}
-  cri: {{container_manager: containerd, containerd_version: v1.6.20, runc_version: v1.1.5, crictl_version: v1.34.0}}
-  cni: {{type: calico, multi_cni: none, cni_plugins_version: v1.1.1, calico_version: v3.31.3}}
-  storage_class: {{local: {{enabled: false}}, nfs: {{enabled: false}}}}
-  download:
-    manifest: {manifest}
-    arch: [amd64]
-    artifact_url:
-      runc: "{base}mirror/runc/{{version}}/runc.{{arch}}"
-    sha256:
-      kubectl: "{kubectl}"
-    # The cluster's images (tests/image_list.rs) are not served here.
-    images: {{cluster: false}}
-"#,
-        manifest = p.path("artifacts.yaml").display(),
-        base = base,
-        kubectl = kubectl_sha,
-    )
-}
 
 /// `kk run <playbook> -c config.yaml --workdir <wd> --output json` plus extra arguments.
 fn kk(p: &Project, playbook: &Path, workdir: &Path, extra: &[&str]) -> Run {
@@ -85,7 +59,10 @@ fn download_verify_export_and_install_offline() {
         sums.insert(s.component, sha256_file(&root.join(&s.server_path)));
     }
     p.file("artifacts.yaml", &manifest(&base, &sums, ""));
-    p.file("config.yaml", &config(&p, &mirror_base, &sums["kubectl"]));
+    p.file(
+        "config.yaml",
+        &download_config(&p, &mirror_base, &sums["kubectl"]),
+    );
     // An install playbook beside the repository's roles (what create_cluster's download step does).
     std::os::unix::fs::symlink(repo().join("roles"), p.path("roles")).unwrap();
     p.file(

@@ -19,40 +19,12 @@ use std::path::Path;
 use std::process::Command;
 
 use common::artifacts::{
-    assert_landed, build_server, changed, kk_json, manifest, repo, sha256_file, tar_gz,
+    assert_landed, build_server, changed, download_config, kk_json, manifest, repo, sha256_file,
+    tar_gz,
 };
 use common::cluster::failures;
 use common::{Project, Run};
 use testbed::http::HttpServer;
-
-/// The config of tests/download.rs (zone cn, runc from the mirror, kubectl's digest given),
-/// without the cluster's images.
-fn config(p: &Project, base: &str, kubectl_sha: &str) -> String {
-    format!(
-        r#"apiVersion: kubekey.kubesphere.io/v1
-kind: Config
-spec:
-  zone: cn
-  kubernetes: {{kube_version: v1.20.2, helm_version: v3.18.5}}
-  etcd: {{deployment_type: external, etcd_version: v3.4.23}}
-  cri: {{container_manager: containerd, containerd_version: v1.6.20, runc_version: v1.1.5, crictl_version: v1.34.0}}
-  cni: {{type: calico, multi_cni: none, cni_plugins_version: v1.1.1, calico_version: v3.31.3}}
-  storage_class: {{local: {{enabled: false}}, nfs: {{enabled: false}}}}
-  download:
-    manifest: {manifest}
-    arch: [amd64]
-    artifact_url:
-      runc: "{base}mirror/runc/{{version}}/runc.{{arch}}"
-    sha256:
-      kubectl: "{kubectl}"
-    # The cluster's images are not this test's concern (the server holds none).
-    images: {{cluster: false}}
-"#,
-        manifest = p.path("artifacts.yaml").display(),
-        base = base,
-        kubectl = kubectl_sha,
-    )
-}
 
 /// `kk run playbooks/install.yaml` (roles defaults and download) in `workdir`.
 fn install(p: &Project, workdir: &Path, extra: &[&str]) -> Run {
@@ -119,7 +91,10 @@ fn lock_file_records_first_downloads_and_refuses_changes() {
         );
     assert!(!text.contains(&sums["calico"]) && !text.contains(&sums["calicoctl"]));
     p.file("artifacts.yaml", &text);
-    p.file("config.yaml", &config(&p, &srv.url(""), &sums["kubectl"]));
+    p.file(
+        "config.yaml",
+        &download_config(&p, &srv.url(""), &sums["kubectl"]),
+    );
     std::os::unix::fs::symlink(repo().join("roles"), p.path("roles")).unwrap();
     p.file(
         "playbooks/install.yaml",
