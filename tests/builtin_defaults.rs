@@ -7,42 +7,9 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
+use common::artifacts::{is_sha256, load_yaml, repo, version_matrices};
 use common::{Project, Run};
 use serde_json::{json, Value};
-
-/// The repository root (roles/, builtin/).
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A YAML file of the repository as JSON, parsed by the engine's own YAML loader.
-fn load(path: &Path) -> Value {
-    kk_engine::yaml::load_file(path)
-        .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message))
-        .to_value()
-}
-
-/// The version matrices: minor ("v1.34") -> parsed roles/defaults/vars/v1.34.yaml.
-fn matrices() -> BTreeMap<String, Value> {
-    let dir = repo().join("roles/defaults/vars");
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(&dir).expect("roles/defaults/vars") {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if let Some(minor) = name.strip_suffix(".yaml") {
-            out.insert(minor.to_string(), load(&path));
-        }
-    }
-    for minor in [
-        "v1.28", "v1.29", "v1.30", "v1.31", "v1.32", "v1.33", "v1.34",
-    ] {
-        assert!(out.contains_key(minor), "no matrix for {}", minor);
-    }
-    out
-}
 
 /// A value at a dotted path ("cri.containerd_version").
 fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
@@ -118,7 +85,7 @@ const MATRIX_KEYS: &[&str] = &[
 
 #[test]
 fn every_minor_resolves_its_version_matrix() {
-    let m = matrices();
+    let m = version_matrices();
     // One host per minor, each with its own kube_version: one run covers them all.
     let mut inv = String::from("kind: Inventory\nspec:\n  hosts:\n");
     for (minor, vars) in &m {
@@ -162,7 +129,7 @@ fn every_minor_resolves_its_version_matrix() {
 
 #[test]
 fn config_group_and_host_values_win_over_the_matrix() {
-    let v134 = &matrices()["v1.34"];
+    let v134 = &version_matrices()["v1.34"];
     let inv = r#"
 kind: Inventory
 spec:
@@ -484,19 +451,11 @@ const NO_SHA256_COMPONENTS: &[&str] = &[
 /// Single versions without a digest source (none today: calicoctl v3.31.3 has kubespray's).
 const NO_SHA256_VERSIONS: &[(&str, &str)] = &[];
 
-fn is_sha256(v: &Value) -> bool {
-    v.as_str().is_some_and(|s| {
-        s.len() == 64
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
-}
-
 #[test]
 fn the_manifest_has_a_verified_download_for_every_version_the_matrices_select() {
     let path = repo().join("builtin/artifacts.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let manifest = load(&path);
+    let manifest = load_yaml(&path);
     assert_eq!(manifest["zones"]["global"], json!("https://"));
     assert_eq!(
         manifest["zones"]["cn"],
@@ -532,7 +491,7 @@ fn the_manifest_has_a_verified_download_for_every_version_the_matrices_select() 
     for name in expected {
         assert!(components.contains_key(name), "no component {}", name);
     }
-    let matrices = matrices();
+    let matrices = version_matrices();
     let mut checked = 0;
     for (name, c) in components {
         // A URL for both zones: `url` under each zone prefix, or one `url_full` for all.
@@ -594,7 +553,7 @@ fn the_manifest_has_a_verified_download_for_every_version_the_matrices_select() 
             });
             for arch in ["amd64", "arm64"] {
                 assert!(
-                    is_sha256(&entry[arch]),
+                    entry[arch].as_str().is_some_and(is_sha256),
                     "{} {} {}: {}",
                     name,
                     version,
@@ -623,7 +582,7 @@ fn the_manifest_has_a_verified_download_for_every_version_the_matrices_select() 
 
 #[test]
 fn builtin_configs_and_inventory_are_valid_starting_files() {
-    let m = matrices();
+    let m = version_matrices();
     let site = r#"
 - hosts: all
   gather_facts: false

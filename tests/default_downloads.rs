@@ -16,8 +16,8 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
+use common::artifacts::{is_sha256, load_yaml, repo, version_matrices};
 use common::{Project, Run};
 use serde_json::Value;
 
@@ -42,46 +42,19 @@ const PER_ARCH: &[&str] = &[
 const PLAN_TASK: &str = "Download | work out the artifacts this configuration needs";
 const CHECK_TASK: &str = "Download | every artifact has a source and a sha256";
 
-/// The repository root (roles/, builtin/).
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A YAML file of the repository as JSON, parsed by the engine's own YAML loader.
-fn load(path: &Path) -> Value {
-    kk_engine::yaml::load_file(path)
-        .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message))
-        .to_value()
-}
-
 /// Supported minor ("v1.34") -> its default patch release (`default_kube_version` of
-/// roles/defaults/vars/<minor>.yaml): the minors are the files there.
+/// roles/defaults/vars/<minor>.yaml).
 fn default_versions() -> BTreeMap<String, String> {
-    let dir = repo().join("roles/defaults/vars");
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(&dir).expect("roles/defaults/vars") {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if let Some(minor) = name.strip_suffix(".yaml") {
-            let v = load(&path)["default_kube_version"]
+    version_matrices()
+        .into_iter()
+        .map(|(minor, m)| {
+            let v = m["default_kube_version"]
                 .as_str()
-                .unwrap_or_else(|| panic!("{} has no default_kube_version", name))
+                .unwrap_or_else(|| panic!("{} has no default_kube_version", minor))
                 .to_string();
-            out.insert(minor.to_string(), v);
-        }
-    }
-    for minor in [
-        "v1.28", "v1.29", "v1.30", "v1.31", "v1.32", "v1.33", "v1.34",
-    ] {
-        assert!(out.contains_key(minor), "no matrix for {}", minor);
-    }
-    out
-}
-
-fn is_sha256(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            (minor, v)
+        })
+        .collect()
 }
 
 /// Writes the default config of `version` and runs the download plan on it.
@@ -121,7 +94,7 @@ fn documented_gap(manifest: &Value, component: &str, version: &str) -> bool {
 
 #[test]
 fn the_default_config_of_every_minor_passes_the_download_plan_for_amd64_and_arm64() {
-    let manifest = load(&repo().join("builtin/artifacts.yaml"));
+    let manifest = load_yaml(&repo().join("builtin/artifacts.yaml"));
     let mut gaps_seen = Vec::new();
     for (minor, version) in default_versions() {
         let (_p, run) = plan_of_default_config(&version);

@@ -376,3 +376,68 @@ pub fn assert_landed(served: &[Served], bin: &Path, sums: &BTreeMap<&str, String
         );
     }
 }
+
+/// The config of the download tests (tests/download.rs, tests/download_lock.rs): zone cn,
+/// the versions [`build_server`] serves, runc from its mirror path under `base`, kubectl's
+/// digest given (the served kubectl is Debian's build, not the published one), no cluster
+/// images.
+pub fn download_config(p: &Project, base: &str, kubectl_sha: &str) -> String {
+    format!(
+        r#"apiVersion: kubekey.kubesphere.io/v1
+kind: Config
+spec:
+  zone: cn
+  kubernetes: {{kube_version: v1.20.2, helm_version: v3.18.5}}
+  etcd: {{deployment_type: external, etcd_version: v3.4.23}}
+  cri: {{container_manager: containerd, containerd_version: v1.6.20, runc_version: v1.1.5, crictl_version: v1.34.0}}
+  cni: {{type: calico, multi_cni: none, cni_plugins_version: v1.1.1, calico_version: v3.31.3}}
+  storage_class: {{local: {{enabled: false}}, nfs: {{enabled: false}}}}
+  download:
+    manifest: {manifest}
+    arch: [amd64]
+    artifact_url:
+      runc: "{base}mirror/runc/{{version}}/runc.{{arch}}"
+    sha256:
+      kubectl: "{kubectl}"
+    # The cluster's images (tests/image_list.rs) are not served here.
+    images: {{cluster: false}}
+"#,
+        manifest = p.path("artifacts.yaml").display(),
+        base = base,
+        kubectl = kubectl_sha,
+    )
+}
+
+/// A YAML file of the repository as JSON, parsed by the engine's own YAML loader.
+pub fn load_yaml(path: &Path) -> serde_json::Value {
+    kk_engine::yaml::load_file(path)
+        .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message))
+        .to_value()
+}
+
+/// The version matrices: supported minor ("v1.34") -> parsed roles/defaults/vars/v1.34.yaml
+/// (the minors are the files there; v1.28 … v1.34 must all be).
+pub fn version_matrices() -> BTreeMap<String, serde_json::Value> {
+    let dir = repo().join("roles/defaults/vars");
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("roles/defaults/vars") {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if let Some(minor) = name.strip_suffix(".yaml") {
+            out.insert(minor.to_string(), load_yaml(&path));
+        }
+    }
+    for minor in [
+        "v1.28", "v1.29", "v1.30", "v1.31", "v1.32", "v1.33", "v1.34",
+    ] {
+        assert!(out.contains_key(minor), "no matrix for {}", minor);
+    }
+    out
+}
+
+/// Whether `s` is a lower-case hex sha256 digest (as the manifest writes them).
+pub fn is_sha256(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
