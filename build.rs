@@ -35,7 +35,7 @@ fn main() {
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok())
         .or_else(|| git(&["log", "-1", "--format=%ct"]).and_then(|s| s.parse().ok()))
-        .map(rfc3339)
+        .and_then(rfc3339)
         .unwrap_or_else(|| "unknown".into());
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let rustc_version = Command::new(rustc)
@@ -71,27 +71,10 @@ fn git(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
-fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        y,
-        m,
-        d,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+/// Seconds since the epoch as RFC 3339 in UTC (`2026-11-24T04:52:10Z`); None when out of range.
+fn rfc3339(secs: i64) -> Option<String> {
+    time::OffsetDateTime::from_unix_timestamp(secs)
+        .ok()?
+        .format(&time::format_description::well_known::Rfc3339)
+        .ok()
 }
