@@ -252,8 +252,22 @@ fn template(state: &State, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<Value
         .lookup("vars")
         .filter(|v| v.kind() == ValueKind::Map)
         .unwrap_or_else(|| Value::from_iter(std::iter::empty::<(String, Value)>()));
+    // template_vars win over every variable, also inside the variables' own templates (as in
+    // Ansible): over a host's variables they are one more layer of the view, whose nested
+    // templates then render against it.
     let ctx = match extra {
-        Some(e) => minijinja::value::merge_maps([e, vars]),
+        Some(e) => match vars.downcast_object::<crate::vars::VarView>() {
+            Some(view) => {
+                let top = crate::template::to_json(&e, "template_vars")
+                    .map_err(|e| fail(format!("lookup('template'): {}", e.message)))?;
+                let top = match top {
+                    serde_json::Value::Object(m) => m,
+                    _ => serde_json::Map::new(),
+                };
+                view.with_data(std::sync::Arc::new(top)).context()
+            }
+            None => minijinja::value::merge_maps([vars, e]),
+        },
         None => vars,
     };
     let mut out = Vec::new();
@@ -776,6 +790,15 @@ mod tests {
             )
             .unwrap(),
             json!("hello world!\n")
+        );
+        // template_vars win over the variables.
+        assert_eq!(
+            ev(
+                "lookup('template', 't.j2', template_vars={'name': 'there'})",
+                &v
+            )
+            .unwrap(),
+            json!("hello there\n")
         );
         let mut bad = v.clone();
         bad["vars"] = json!({});
