@@ -250,6 +250,10 @@ spec:
       connector: {type: local}
       image_registry: {type: harbor}
       cri: {container_manager: docker}
+    dockershim:
+      connector: {type: local}
+      kubernetes: {kube_version: v1.23.17}
+      cri: {container_manager: docker}
     cn:
       connector: {type: local}
       zone: cn
@@ -262,7 +266,7 @@ spec:
     image_registry: {hosts: [reg]}
 "#;
     let p = project(inv, REPORT);
-    let r = run(&p, &["--limit", "plain,dual,harbor,cn,own"]);
+    let r = run(&p, &["--limit", "plain,dual,harbor,dockershim,cn,own"]);
     r.code(0);
 
     let plain = r.msg("report", "plain");
@@ -336,6 +340,12 @@ spec:
     assert_eq!(
         harbor["cri"]["cri_socket"],
         json!("unix:///var/run/cri-dockerd.sock")
+    );
+    // Docker below v1.24: the kubelet's dockershim, named as kubeadm v1.23 names it.
+    let dockershim = r.msg("report", "dockershim");
+    assert_eq!(
+        dockershim["cri"]["cri_socket"],
+        json!("/var/run/dockershim.sock")
     );
 
     let cn = r.msg("report", "cn");
@@ -576,7 +586,7 @@ fn the_manifest_has_a_verified_download_for_every_version_the_matrices_select() 
             assert!(used, "{} {} is not selected by any matrix", name, version);
         }
     }
-    // 13 components with digests, 7 minors, less the documented gaps (NO_SHA256_VERSIONS).
+    // 13 components with digests, 12 minors (v1.23-v1.34), less the documented gaps (NO_SHA256_VERSIONS).
     assert_eq!(checked, 13 * matrices.len() - NO_SHA256_VERSIONS.len());
 }
 
