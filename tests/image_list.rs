@@ -326,6 +326,100 @@ spec:
     );
 }
 
+/// The minors below v1.28 (v1.23 … v1.27): the default config of each lists every image with
+/// nothing missing — their Calico releases (v3.25.2, v3.26.4, v3.28.5) have lists — and
+/// cilium 1.14/1.15 (no cilium-envoy DaemonSet before 1.16) has one too.
+#[test]
+fn image_list_of_the_oldest_minors() {
+    let inv = r#"
+kind: Inventory
+spec:
+  hosts:
+    v123: {connector: {type: local}, kubernetes: {kube_version: v1.23.17}}
+    v124: {connector: {type: local}, kubernetes: {kube_version: v1.24.17}}
+    v125: {connector: {type: local}, kubernetes: {kube_version: v1.25.16}}
+    v126: {connector: {type: local}, kubernetes: {kube_version: v1.26.15}}
+    v127: {connector: {type: local}, kubernetes: {kube_version: v1.27.16}}
+    v123_cilium:
+      connector: {type: local}
+      kubernetes: {kube_version: v1.23.17}
+      cni: {type: cilium}
+      storage_class: {local: {enabled: false}}
+    v126_cilium:
+      connector: {type: local}
+      kubernetes: {kube_version: v1.26.15}
+      cni: {type: cilium}
+      storage_class: {local: {enabled: false}}
+"#;
+    let p = project(inv, NO_FETCH);
+    let r = run(&p);
+    r.code(0);
+    let k8s = "registry.k8s.io";
+    // host, patch release, pause, coredns, node-cache, calico, its operator (upstream's
+    // matrices, roles/defaults/vars/v1.2X.yaml; v3.26.4 instead of upstream's v3.26.5).
+    for (host, v, pause, coredns, cache, calico_v, operator) in [
+        (
+            "v123", "v1.23.17", "3.6", "v1.8.6", "1.21.1", "v3.25.2", "v1.29.6",
+        ),
+        (
+            "v124", "v1.24.17", "3.7", "v1.8.6", "1.21.1", "v3.26.4", "v1.30.9",
+        ),
+        (
+            "v125", "v1.25.16", "3.8", "v1.9.3", "1.22.8", "v3.26.4", "v1.30.9",
+        ),
+        (
+            "v126", "v1.26.15", "3.9", "v1.9.3", "1.22.13", "v3.26.4", "v1.30.9",
+        ),
+        (
+            "v127", "v1.27.16", "3.9", "v1.10.1", "1.22.20", "v3.28.5", "v1.34.13",
+        ),
+    ] {
+        assert_eq!(
+            list(&r, host),
+            cat(&[
+                control_plane(k8s, v),
+                vec![
+                    format!("{}/pause:{}", k8s, pause),
+                    format!("{}/coredns/coredns:{}", k8s, coredns),
+                    format!("{}/dns/k8s-dns-node-cache:{}", k8s, cache),
+                ],
+                calico("docker.io", "quay.io", calico_v, operator),
+                localpv("docker.io"),
+            ]),
+            "{}",
+            host
+        );
+    }
+    for (host, v, pause, coredns, cache, cilium_v) in [
+        (
+            "v123_cilium",
+            "v1.23.17",
+            "3.6",
+            "v1.8.6",
+            "1.21.1",
+            "1.14.19",
+        ),
+        (
+            "v126_cilium",
+            "v1.26.15",
+            "3.9",
+            "v1.9.3",
+            "1.22.13",
+            "1.15.19",
+        ),
+    ] {
+        let mut want = control_plane(k8s, v);
+        want.extend([
+            format!("{}/pause:{}", k8s, pause),
+            format!("{}/coredns/coredns:{}", k8s, coredns),
+            format!("{}/dns/k8s-dns-node-cache:{}", k8s, cache),
+        ]);
+        // cilium() less its first entry, the cilium-envoy image.
+        want.extend(cilium("quay.io", cilium_v, "").into_iter().skip(1));
+        assert_eq!(list(&r, host), want, "{}", host);
+    }
+}
+
 #[test]
 fn an_unknown_chart_version_stops_the_pull_naming_it() {
     // v1.32's matrix has calico v3.30.6, for which no image list is known; an unsupported
