@@ -28,7 +28,7 @@ pub fn kube_version(v: &str) -> Result<String, Error> {
     Ok(format!("v{}", bare))
 }
 
-/// The minors the bundled configs cover, e.g. `["v1.28", …, "v1.34"]`.
+/// The minors the bundled configs cover, e.g. `["v1.23", …, "v1.34"]`.
 fn supported_minors() -> Vec<String> {
     let mut minors: Vec<(u32, u32, String)> = bundle::list("builtin/config")
         .into_iter()
@@ -121,5 +121,18 @@ mod tests {
         for bad in ["v1.34", "latest", "v1.x.3", "", "v1.34.3.4"] {
             assert!(kube_version(bad).is_err(), "{}", bad);
         }
+    }
+
+    #[test]
+    fn minors_are_listed_in_version_order_from_v1_23() {
+        let minors = supported_minors();
+        // Every minor from upstream's oldest (v1.23) on, none left out, in order.
+        let want: Vec<String> = (23..23 + minors.len())
+            .map(|m| format!("v1.{}", m))
+            .collect();
+        assert_eq!(minors, want);
+        assert!(minors.contains(&"v1.34".to_string()), "{:?}", minors);
+        let text = config_text("v1.23.17").unwrap();
+        assert!(text.contains("kube_version: v1.23.17"), "{}", text);
     }
 }

@@ -9,7 +9,9 @@ use testbed::TestBed;
 #[test]
 fn create_config_writes_the_starting_file_of_each_supported_minor() {
     let p = Project::new();
-    for v in ["v1.28.15", "v1.30.2", "v1.33.1", "v1.34.3"] {
+    for v in [
+        "v1.23.17", "v1.26.15", "v1.28.15", "v1.30.2", "v1.33.1", "v1.34.3",
+    ] {
         let out = format!("config-{}.yaml", v);
         p.kk(&["create", "config", "--with-kubernetes", v, "-o", &out])
             .code(0);
@@ -39,7 +41,11 @@ fn create_config_writes_the_starting_file_of_each_supported_minor() {
     // Unsupported or malformed versions say what is supported.
     let run = p.kk(&["create", "config", "--with-kubernetes", "v1.12.0"]);
     run.code(5);
-    assert!(run.stderr.contains("v1.34"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("v1.23, v1.24") && run.stderr.contains("v1.34"),
+        "{}",
+        run.stderr
+    );
     let run = p.kk(&["create", "config", "--with-kubernetes", "latest"]);
     run.code(5);
     assert!(run.stderr.contains("v1.34.3"), "{}", run.stderr);
