@@ -31,6 +31,7 @@
 mod common;
 
 use common::artifacts::kk_json;
+use common::images::{calico, control_plane, localpv};
 use common::registry::{layout, registry, sha};
 use common::{Project, Run};
 use serde_json::{json, Value};
@@ -77,61 +78,6 @@ fn run(p: &Project) -> Run {
     p.run_json(&["-c", "config.yaml", "--workdir", wd.as_str()])
 }
 
-/// The control plane images of a version, from `repo`, with kube-proxy.
-fn control_plane(repo: &str, v: &str) -> Vec<String> {
-    [
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        "kube-proxy",
-    ]
-    .iter()
-    .map(|n| format!("{}/{}:{}", repo, n, v))
-    .collect()
-}
-
-/// The images upstream's table lists for a Calico release (windows images left out), with
-/// every Calico image on `docker` (kk's installation.registry) and the operator on `quay`.
-fn calico(docker: &str, quay: &str, version: &str, operator: &str) -> Vec<String> {
-    let mut names = vec![
-        "ctl",
-        "typha",
-        "node",
-        "cni",
-        "csi",
-        "apiserver",
-        "kube-controllers",
-    ];
-    // v3.30 and later: the Calico ingress gateway's envoy images (upstream's table).
-    if version >= "v3.30" {
-        names.extend(["envoy-gateway", "envoy-proxy", "envoy-ratelimit"]);
-    }
-    names.push("flannel-migration-controller");
-    let mut out = vec![format!("{}/tigera/operator:{}", quay, operator)];
-    out.extend(
-        names
-            .iter()
-            .map(|n| format!("{}/calico/{}:{}", docker, n, version)),
-    );
-    // flannel v0.24.4 for the flannel migration, in every release's table.
-    out.push(format!("{}/flannel/flannel:v0.24.4", docker));
-    let mut tail = vec!["dikastes", "node-driver-registrar", "pod2daemon-flexvol"];
-    // v3.30 and later: Goldmane, Whisker and the certificate init container.
-    if version >= "v3.30" {
-        tail.extend([
-            "key-cert-provisioner",
-            "goldmane",
-            "whisker",
-            "whisker-backend",
-        ]);
-    }
-    out.extend(
-        tail.iter()
-            .map(|n| format!("{}/calico/{}:{}", docker, n, version)),
-    );
-    out
-}
-
 /// The cilium chart's images with kk's values (operator-generic: the chart's name for the
 /// operator of a generic cloud), envoy's tag from the release's chart.
 fn cilium(quay: &str, version: &str, envoy: &str) -> Vec<String> {
@@ -145,14 +91,6 @@ fn cilium(quay: &str, version: &str, envoy: &str) -> Vec<String> {
         out.push(format!("{}/cilium/{}:v{}", quay, n, version));
     }
     out
-}
-
-/// OpenEBS local PV 4.4.0's images.
-fn localpv(docker: &str) -> Vec<String> {
-    vec![
-        format!("{}/openebs/linux-utils:4.3.0", docker),
-        format!("{}/openebs/provisioner-localpv:4.4.0", docker),
-    ]
 }
 
 fn list(r: &Run, host: &str) -> Vec<String> {
@@ -201,6 +139,12 @@ spec:
       image_registry: {auth: {registry: "reg.example:5000"}}
       download: {images: {manifests: ["nginx", "reg.example:5000/calico/node:v3.31.3", "kk/app:1"]}}
       image_manifests: ["docker.io/library/nginx:latest", "busybox:1.37"]
+    v134_installed:
+      connector: {type: local}
+      kubernetes: {kube_version: v1.34.3, control_plane_endpoint: {type: haproxy}}
+      cni: {multi_cni: spiderpool}
+      dns: {coredns: {image: {registry: "my.mirror"}}}
+      image_registry: {type: docker-registry, auth: {registry: "dockerhub.kubekey.local"}}
     v134_user_only:
       connector: {type: local}
       kubernetes: {kube_version: v1.34.3}
@@ -316,6 +260,31 @@ spec:
                 "docker.io/kk/app:1",
                 "docker.io/library/busybox:1.37",
             ]),
+        ])
+    );
+
+    // A registry kk installs: the roles name every image by it, but it does not exist before
+    // the install, so the pull takes each image from its source (the public registries);
+    // image_registry/push files them under the registry's names. A registry the user set
+    // (CoreDNS from my.mirror) is kept.
+    assert_eq!(
+        list(&r, "v134_installed"),
+        cat(&[
+            control_plane(k8s, "v1.34.3"),
+            s(&[
+                "registry.k8s.io/pause:3.10.1",
+                "my.mirror/coredns/coredns:v1.12.1",
+                "registry.k8s.io/dns/k8s-dns-node-cache:1.26.4",
+                "docker.io/library/haproxy:2.9.6-alpine",
+            ]),
+            calico("docker.io", "quay.io", "v3.31.3", "v1.40.3"),
+            s(&[
+                "ghcr.io/spidernet-io/spiderpool/spiderpool-plugins:27c4f118b1cec3773f2679b772e7583fc77e5686",
+                "ghcr.io/k8snetworkplumbingwg/multus-cni:v4.1.4",
+                "ghcr.io/spidernet-io/spiderpool/spiderpool-agent:v1.1.1",
+                "ghcr.io/spidernet-io/spiderpool/spiderpool-controller:v1.1.1",
+            ]),
+            localpv("docker.io"),
         ])
     );
 
