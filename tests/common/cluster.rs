@@ -227,7 +227,7 @@ pub fn serve_registry(root: &std::path::Path, scratch: &std::path::Path) -> Stri
         "cn/registry/{v}/docker-registry-{v}-linux-amd64.tgz",
         v = REGISTRY_VERSION
     ));
-    super::docker::registry_image_tgz(&registry, scratch);
+    super::docker::registry_image_tgz(&registry, scratch, REGISTRY_VERSION);
     format!(
         r#"  docker:
     url: "docker/{{version}}/docker-{{version}}.tgz"

@@ -104,10 +104,10 @@ while True:
     tar_gz(out, &d, &["cri-dockerd"]);
 }
 
-/// The `registry:<REGISTRY_VERSION>` image as a `docker load` archive at `out`: one layer
+/// The `registry:<version>` image as a `docker load` archive at `out`: one layer
 /// with /bin/registry (bookworm's docker-registry) and the C library it links, blobs stored
 /// with the OCI helpers of registry.rs, manifest.json naming the tag.
-pub fn registry_image_tgz(out: &Path, scratch: &Path) {
+pub fn registry_image_tgz(out: &Path, scratch: &Path, version: &str) {
     let root = scratch.join("registry-rootfs");
     copy_exec(
         &unpacked("bookworm", "docker-registry", "usr/bin/docker-registry"),
@@ -152,7 +152,7 @@ pub fn registry_image_tgz(out: &Path, scratch: &Path) {
         img.join("manifest.json"),
         serde_json::to_vec(&json!([{
             "Config": blob(&config_d),
-            "RepoTags": [format!("registry:{}", REGISTRY_VERSION)],
+            "RepoTags": [format!("registry:{}", version)],
             "Layers": [blob(&layer_d)]
         }]))
         .unwrap(),
@@ -183,6 +183,7 @@ pub fn binary_dir(bin: &Path, scratch: &Path) {
             v = REGISTRY_VERSION
         )),
         scratch,
+        REGISTRY_VERSION,
     );
     fake_cri_dockerd_tgz(
         &bin.join(format!(

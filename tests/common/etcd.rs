@@ -13,27 +13,32 @@ pub const ETCD_VERSION: &str = "v3.5.16";
 
 /// Packs the etcd tarball under `root` (the server tree); returns what it serves.
 pub fn build_etcd(root: &Path, scratch: &Path) -> Served {
-    let top = format!("etcd-{}-linux-amd64", ETCD_VERSION);
-    let dir = scratch.join("etcd-3.5");
-    copy_exec(
-        &unpacked("trixie", "etcd-server", "usr/bin/etcd"),
-        &dir.join(&top).join("etcd"),
-    );
-    copy_exec(
-        &unpacked("trixie", "etcd-server", "usr/bin/etcdutl"),
-        &dir.join(&top).join("etcdutl"),
-    );
-    copy_exec(
-        &unpacked("trixie", "etcd-client", "usr/bin/etcdctl"),
-        &dir.join(&top).join("etcdctl"),
-    );
-    let file = format!("{}.tar.gz", top);
+    let file = format!("etcd-{}-linux-amd64.tar.gz", ETCD_VERSION);
     let server_path = format!("cn/etcd/{}/{}", ETCD_VERSION, file);
-    tar_gz(&root.join(&server_path), &dir, &[&top]);
+    etcd_tgz(&root.join(&server_path), scratch, ETCD_VERSION);
     Served {
         component: "etcd",
         version: ETCD_VERSION,
         server_path,
         dest: format!("etcd/{}/amd64/{}", ETCD_VERSION, file),
     }
+}
+
+/// Debian's etcd in upstream's release layout at `out`, named as release `version`
+/// (`etcd-<version>-linux-amd64/{etcd,etcdctl,etcdutl}`): the bytes are 3.5.16's whatever
+/// the name says (the offline test's mirror serves them under each minor's default version).
+pub fn etcd_tgz(out: &Path, scratch: &Path, version: &str) {
+    let top = format!("etcd-{}-linux-amd64", version);
+    let dir = scratch.join(format!("etcd-tgz-{}", version));
+    for (package, bin) in [
+        ("etcd-server", "etcd"),
+        ("etcd-server", "etcdutl"),
+        ("etcd-client", "etcdctl"),
+    ] {
+        copy_exec(
+            &unpacked("trixie", package, &format!("usr/bin/{}", bin)),
+            &dir.join(&top).join(bin),
+        );
+    }
+    tar_gz(out, &dir, &[&top]);
 }

@@ -9,6 +9,8 @@ pub mod docker;
 pub mod etcd;
 pub mod fakes;
 pub mod fresh;
+pub mod images;
+pub mod mirror;
 pub mod registry;
 pub mod validate;
 
