@@ -430,9 +430,21 @@ fn a_cluster_installs_from_the_offline_package_alone() {
     }
     sh(&bed, 0, "systemctl is-active etcd containerd");
     sh(&bed, 1, "systemctl is-active docker");
-
-    // The registry holds every image of the list, under the roles' names.
+    // Kubernetes (the FAKE kubeadm): initialised once, its images from the registry kk installed.
     let host = bed.hosts()[1].ip.to_string();
+    let journal = common::fakes::journal(&bed, 0);
+    let inits = common::cluster::inits(&journal);
+    assert_eq!(inits.len(), 1, "{:#?}", journal);
+    assert_eq!(inits[0]["exit"], 0, "{}", inits[0]);
+    let kubeadm = common::cluster::kubeadm_config(inits[0]);
+    assert!(
+        kubeadm.contains(&format!("imageRepository: \"{}/kubernetes\"", host)),
+        "{}",
+        kubeadm
+    );
+
+    // The registry holds every image of the list, under the roles' names (registry.k8s.io's
+    // single-segment names under kubernetes/, as kubeadm's imageRepository above).
     let ca = p.path("wd/pki/root.crt").display().to_string();
     let auth = format!("admin:{}", PASSWORD);
     let mut held = Vec::new();

@@ -416,7 +416,7 @@ pub fn load_yaml(path: &Path) -> serde_json::Value {
 }
 
 /// The version matrices: supported minor ("v1.34") -> parsed roles/defaults/vars/v1.34.yaml
-/// (the minors are the files there; v1.28 … v1.34 must all be).
+/// (the minors are the files there; v1.23 … v1.34 must all be).
 pub fn version_matrices() -> BTreeMap<String, serde_json::Value> {
     let dir = repo().join("roles/defaults/vars");
     let mut out = BTreeMap::new();
@@ -428,7 +428,8 @@ pub fn version_matrices() -> BTreeMap<String, serde_json::Value> {
         }
     }
     for minor in [
-        "v1.28", "v1.29", "v1.30", "v1.31", "v1.32", "v1.33", "v1.34",
+        "v1.23", "v1.24", "v1.25", "v1.26", "v1.27", "v1.28", "v1.29", "v1.30", "v1.31", "v1.32",
+        "v1.33", "v1.34",
     ] {
         assert!(out.contains_key(minor), "no matrix for {}", minor);
     }

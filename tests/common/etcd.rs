@@ -8,7 +8,7 @@ use std::path::Path;
 use super::artifacts::{copy_exec, tar_gz, unpacked, Served};
 
 /// The etcd version the test installs: the newest Debian has (trixie), the closest to
-/// kk's version matrix (v3.5.15 … v3.5.24 for Kubernetes 1.28–1.33).
+/// kk's version matrix (v3.5.6 … v3.5.24 for Kubernetes 1.23–1.33).
 pub const ETCD_VERSION: &str = "v3.5.16";
 
 /// Packs the etcd tarball under `root` (the server tree); returns what it serves.
