@@ -99,7 +99,7 @@ impl Runner {
                 _ => String::new(),
             };
             let run_once = match self.flag(&inner.attrs.run_once, &first_view.context()) {
-                Ok(b) => b || module == "add_host" || module == "add_hostvars",
+                Ok(b) => b || modules::runs_once(&module),
                 Err(_) => false,
             };
             let targets = if run_once {

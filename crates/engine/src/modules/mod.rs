@@ -1,9 +1,9 @@
 //! Modules: one file each, one trait. A module gets its arguments already templated,
 //! does its work through the host's [`Connection`], and says honestly what changed.
 //!
-//! Modules with special meaning to the executor (`meta`, `include_tasks`,
-//! `import_tasks`, `include_role`, `import_role`) are not here: they are task
-//! structure, handled by `exec`.
+//! Every name a task may use is in one list, [`REGISTRY`] (`registry.rs`): modules with
+//! their aliases and traits, and the task-structure entries (`meta`, `include_tasks`,
+//! `import_tasks`, `include_role`, `import_role` …) that `exec` walks itself.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +35,7 @@ pub mod net;
 mod oci_registry;
 pub mod package;
 pub mod pause;
+mod registry;
 pub mod remote;
 pub mod script;
 pub mod set_fact;
@@ -45,6 +46,11 @@ pub mod template;
 pub mod unarchive;
 pub mod uri;
 pub mod wait_for;
+
+pub use registry::{
+    all_names, canonical_name, find, is_command_line, is_free_form, lookup, runs_once,
+    structural_names, Action, Entry, FreeForm, FACTS_MODULE, REGISTRY,
+};
 
 /// A map of variables or results.
 pub type VarMap = Map<String, Value>;
@@ -300,105 +306,3 @@ pub fn parse_args<T: DeserializeOwned>(module: &str, args: VarMap, valid: &[&str
         err
     })
 }
-
-/// Modules whose free-form string is a command line rather than `key=value` pairs.
-pub fn is_free_form(module: &str) -> bool {
-    matches!(
-        module,
-        "command"
-            | "shell"
-            | "raw"
-            | "script"
-            | "include_tasks"
-            | "import_tasks"
-            | "include_vars"
-            | "meta"
-            | "import_playbook"
-    )
-}
-
-/// The canonical name of a module given as written (`ansible.builtin.copy` → `copy`).
-pub fn canonical_name(name: &str) -> &str {
-    let short = name
-        .strip_prefix("ansible.builtin.")
-        .or_else(|| name.strip_prefix("ansible.legacy."))
-        .unwrap_or(name);
-    match short {
-        "systemd" | "service" => "systemd_service",
-        "http_get_file" => "get_url",
-        other => other,
-    }
-}
-
-/// Looks a module up by canonical name.
-pub fn lookup(name: &str) -> Option<&'static dyn Module> {
-    Some(match name {
-        "command" => &command::Command,
-        "shell" => &command::Shell,
-        "raw" => &command::Raw,
-        "debug" => &debug::Debug,
-        "set_fact" => &set_fact::SetFact,
-        "assert" => &assert::Assert,
-        "fail" => &fail::Fail,
-        "pause" => &pause::Pause,
-        "image" => &image::Image,
-        "package" => &package::PACKAGE,
-        "apt" => &package::APT,
-        "dnf" => &package::DNF,
-        "yum" => &package::YUM,
-        "setup" | "gather_facts" => &setup::Setup,
-        "copy" => &copy::Copy,
-        "template" => &template::Template,
-        "file" => &file::File,
-        "stat" => &stat::Stat,
-        "lineinfile" => &lineinfile::LineInFile,
-        "blockinfile" => &blockinfile::BlockInFile,
-        "fetch" => &fetch::Fetch,
-        "script" => &script::Script,
-        "include_vars" => &include_vars::IncludeVars,
-        "gen_cert" => &gen_cert::GenCert,
-        "get_url" => &get_url::GetUrl,
-        "unarchive" => &unarchive::Unarchive,
-        "systemd_service" => &systemd_service::SystemdService,
-        "wait_for" => &wait_for::WaitFor,
-        "uri" => &uri::Uri,
-        _ => return None,
-    })
-}
-
-/// Every module name `lookup` knows, for "did you mean" hints and docs.
-pub const NAMES: &[&str] = &[
-    "command",
-    "shell",
-    "raw",
-    "debug",
-    "set_fact",
-    "assert",
-    "fail",
-    "pause",
-    "package",
-    "image",
-    "apt",
-    "dnf",
-    "yum",
-    "setup",
-    "gather_facts",
-    "copy",
-    "template",
-    "file",
-    "stat",
-    "lineinfile",
-    "blockinfile",
-    "fetch",
-    "script",
-    "include_vars",
-    "gen_cert",
-    "get_url",
-    "http_get_file",
-    "unarchive",
-    "systemd_service",
-    "systemd",
-    "service",
-    "wait_for",
-    "uri",
-];

@@ -63,10 +63,6 @@ fn unquote(s: &str) -> String {
     }
 }
 
-/// Modules whose free-form text is a command line (Ansible's `FREEFORM_ACTIONS`): their
-/// text is parsed by [`parse_kv_check_raw`], which splits off only [`COMMAND_PARAMS`].
-pub const COMMAND_MODULES: &[&str] = &["command", "shell", "raw", "script"];
-
 /// The `key=value` words ansible-core's `parse_kv(check_raw=True)` takes out of a command
 /// line as module arguments (its fixed list in `parsing/splitter.py`); every other `k=v`
 /// word (`name=foo` in a shell script, `cmd=x`, `argv=y`) stays part of the command.

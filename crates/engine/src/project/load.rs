@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::kv::{parse_kv, parse_kv_check_raw, COMMAND_MODULES};
+use super::kv::{parse_kv, parse_kv_check_raw};
 use super::{Inherited, Play, Playbook, Role, RoleScope, Strategy, Task, TaskKind, TaskOwn};
 use crate::error::{did_you_mean, Error, ErrorKind, Result, Span};
 use crate::modules;
@@ -106,22 +106,6 @@ pub const PLAY_KEYWORDS: &[&str] = &[
     "vars_prompt",
     "fact_path",
     "debugger",
-];
-
-/// Task-list entries the executor handles itself, beside the modules in [`modules::NAMES`].
-pub const STRUCTURAL: &[&str] = &[
-    "block",
-    "include_tasks",
-    "import_tasks",
-    "include_role",
-    "import_role",
-    "meta",
-    "add_host",
-    "group_by",
-    "add_hostvars",
-    "include",
-    "import_playbook",
-    "result",
 ];
 
 /// Loads files, remembering what the current file and role are.
@@ -412,17 +396,10 @@ impl Loader {
                 continue;
             }
             let canon = modules::canonical_name(k);
-            let known = modules::lookup(canon).is_some()
-                || STRUCTURAL.contains(&canon)
-                || k == "action"
-                || k == "local_action";
+            let known = modules::find(canon).is_some() || k == "action" || k == "local_action";
             if !known {
                 let mut e = Error::syntax(format!("unknown module or keyword `{}`", k), &v.span);
-                let candidates = modules::NAMES
-                    .iter()
-                    .chain(STRUCTURAL)
-                    .chain(TASK_KEYWORDS)
-                    .copied();
+                let candidates = modules::all_names().chain(TASK_KEYWORDS.iter().copied());
                 if let Some(s) = did_you_mean(canon, candidates) {
                     e = e.help(format!("did you mean `{}`?", s));
                 }
@@ -482,9 +459,7 @@ impl Loader {
         }
         let mut args: VarMap = match &args_node.value {
             Yaml::Null => VarMap::new(),
-            Yaml::Str(s) if COMMAND_MODULES.contains(&module.as_str()) => {
-                parse_kv_check_raw(s, true)
-            }
+            Yaml::Str(s) if modules::is_command_line(&module) => parse_kv_check_raw(s, true),
             Yaml::Str(s) => parse_kv(s, modules::is_free_form(&module)),
             Yaml::Map(_) => args_node.to_map("module arguments")?,
             Yaml::Int(_) | Yaml::Float(_) | Yaml::Bool(_) if modules::is_free_form(&module) => {
