@@ -755,12 +755,44 @@ impl Module for Command {
     async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult> {
         run(Flavour::Command, ctx, args).await
     }
+
+    fn batches(&self) -> bool {
+        true
+    }
+
+    fn batchable(&self, args: &VarMap) -> bool {
+        batchable("command", args)
+    }
+
+    async fn run_batch(
+        &self,
+        ctx: &ModuleContext,
+        items: Vec<VarMap>,
+    ) -> Result<Vec<Result<ModuleResult>>> {
+        run_batch("command", ctx, items).await
+    }
 }
 
 #[async_trait]
 impl Module for Shell {
     async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult> {
         run(Flavour::Shell, ctx, args).await
+    }
+
+    fn batches(&self) -> bool {
+        true
+    }
+
+    fn batchable(&self, args: &VarMap) -> bool {
+        batchable("shell", args)
+    }
+
+    async fn run_batch(
+        &self,
+        ctx: &ModuleContext,
+        items: Vec<VarMap>,
+    ) -> Result<Vec<Result<ModuleResult>>> {
+        run_batch("shell", ctx, items).await
     }
 }
 

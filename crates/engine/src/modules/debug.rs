@@ -4,7 +4,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{
+    args, parse_args, Answer, Controller, Effect, Module, ModuleContext, ModuleResult, VarMap,
+};
 use crate::error::Result;
 use crate::template::to_json;
 
@@ -27,7 +29,7 @@ impl Module for Debug {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: DebugArgs = parse_args("debug", raw, &["msg", "var", "verbosity"])?;
         let _ = a.verbosity;
-        let mut res = ModuleResult::ok();
+        let mut res = ModuleResult::ok().effect(Effect::Display);
         if let Some(var) = a.var {
             let value = match ctx.templar.eval_expr(&var, &ctx.vars) {
                 Ok(v) if !v.is_undefined() => to_json(&v, &var)?,
@@ -45,5 +47,22 @@ impl Module for Debug {
             res.data.insert("msg".into(), msg);
         }
         Ok(res)
+    }
+
+    /// Skipped on the controller when `verbosity` is above the run's `-v` count.
+    fn answer(&self, args: &VarMap, c: &Controller) -> Option<Result<Answer>> {
+        let wanted = args
+            .get("verbosity")
+            .and_then(|v| {
+                v.as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            })
+            .unwrap_or(0);
+        (wanted > u64::from(c.verbosity)).then(|| {
+            Ok(Answer {
+                result: serde_json::json!({"changed": false, "skipped": true, "skipped_reason": "Verbosity threshold not met."}),
+                effects: Vec::new(),
+            })
+        })
     }
 }

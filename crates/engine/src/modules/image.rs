@@ -451,6 +451,15 @@ pub struct Image;
 
 #[async_trait]
 impl Module for Image {
+    /// With `manifests`, `src` and `dest` are rendered here, once per image.
+    fn own_templates(&self, args: &VarMap) -> &'static [&'static str] {
+        if args.contains_key("manifests") {
+            &["src", "dest"]
+        } else {
+            &[]
+        }
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: ImageArgs = parse_args("image", raw, VALID)?;
         let strict = match a.policy.as_deref().unwrap_or("strict") {

@@ -267,7 +267,7 @@ impl Module for IncludeVars {
             .map(|f| Value::String(f.display().to_string()))
             .collect();
         Ok(ModuleResult::ok()
-            .with("ansible_facts", Value::Object(facts))
+            .with_facts(facts, super::Effect::IncludedVars)
             .with("ansible_included_var_files", Value::Array(included)))
     }
 }

@@ -30,6 +30,7 @@ pub mod gen_cert;
 pub mod get_url;
 pub mod image;
 pub mod include_vars;
+pub mod inventory;
 pub mod lineinfile;
 pub mod net;
 mod oci_registry;
@@ -83,6 +84,61 @@ pub struct ModuleResult {
     pub data: VarMap,
     /// File diffs, shown with `--diff`.
     pub diffs: Vec<FileDiff>,
+    /// What the executor applies besides registering the result.
+    pub effects: Vec<Effect>,
+}
+
+/// What a module's run means for the run beyond the host: typed, so the executor applies
+/// them without knowing which module produced them. Applied after the task, in host
+/// order, and only when the task did not fail.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    /// Variables for the host for the rest of the run (`set_fact`).
+    SetFacts(VarMap),
+    /// The host's gathered facts (`setup`).
+    GatheredFacts(VarMap),
+    /// Variables read from files (`include_vars`), below `set_fact` in precedence.
+    IncludedVars(VarMap),
+    /// A host added to the inventory for the rest of the run (`add_host`).
+    AddHost {
+        /// Its inventory name.
+        name: String,
+        /// Groups it joins.
+        groups: Vec<String>,
+        /// Its variables.
+        vars: VarMap,
+    },
+    /// Variables for another host (`add_hostvars`).
+    HostVars {
+        /// The host.
+        host: String,
+        /// Its new variables.
+        vars: VarMap,
+    },
+    /// The host joins a group (`group_by`).
+    GroupBy(String),
+    /// Values reported at the end of the run (`result`).
+    Report(VarMap),
+    /// The result is shown to the user as it is (`debug`).
+    Display,
+}
+
+/// A module's final answer given on the controller, before any connection is opened:
+/// the result as registered, and its effects.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The result in Ansible's shape.
+    pub result: Value,
+    /// What the executor applies.
+    pub effects: Vec<Effect>,
+}
+
+/// What a module may read on the controller before anything runs on a host.
+pub struct Controller<'a> {
+    /// The run's inventory as it is now.
+    pub inventory: &'a crate::inventory::Inventory,
+    /// The `-v` count.
+    pub verbosity: u8,
 }
 
 impl ModuleResult {
@@ -112,6 +168,19 @@ impl ModuleResult {
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> ModuleResult {
         self.data.insert(key.to_string(), value.into());
         self
+    }
+
+    /// Adds an effect.
+    pub fn effect(mut self, e: Effect) -> ModuleResult {
+        self.effects.push(e);
+        self
+    }
+
+    /// Puts `vars` in the result as `ansible_facts` (Ansible's registered shape) and
+    /// `effect(vars)` among its effects (what the executor does with them).
+    pub fn with_facts(self, vars: VarMap, effect: fn(VarMap) -> Effect) -> ModuleResult {
+        self.with("ansible_facts", Value::Object(vars.clone()))
+            .effect(effect(vars))
     }
 
     /// Sets the message.
@@ -281,11 +350,51 @@ impl ModuleContext {
     }
 }
 
-/// A module: typed arguments in, honest result out.
+/// A module: typed arguments in, honest result out. Besides `run`, a module may offer
+/// capabilities the executor uses without knowing the module: arguments it templates
+/// itself, an answer on the controller, and running loop items in batches.
 #[async_trait]
 pub trait Module: Send + Sync {
     /// Runs on one host with templated arguments (`_raw_params` holds free-form text).
     async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult>;
+
+    /// Argument keys the executor leaves untemplated because the module renders them
+    /// itself (given the arguments as written).
+    fn own_templates(&self, _args: &VarMap) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// A final answer on the controller from the templated arguments, before a
+    /// connection, become or environment is prepared; `None` to run on the host.
+    /// `changed_when`, `failed_when` and `until` do not apply to it.
+    fn answer(&self, _args: &VarMap, _c: &Controller) -> Option<Result<Answer>> {
+        None
+    }
+
+    /// Whether loops of this module may run items several to a round trip
+    /// ([`Module::run_batch`]); per item, [`Module::batchable`] decides.
+    fn batches(&self) -> bool {
+        false
+    }
+
+    /// Whether a loop item with these templated arguments may join a batch.
+    fn batchable(&self, _args: &VarMap) -> bool {
+        false
+    }
+
+    /// Runs batchable items in one round trip; one result per item, each as
+    /// [`Module::run`] would give it. By default, one after the other.
+    async fn run_batch(
+        &self,
+        ctx: &ModuleContext,
+        items: Vec<VarMap>,
+    ) -> Result<Vec<Result<ModuleResult>>> {
+        let mut out = Vec::with_capacity(items.len());
+        for args in items {
+            out.push(self.run(ctx, args).await);
+        }
+        Ok(out)
+    }
 }
 
 /// Parses templated arguments into a module's typed argument struct.

@@ -6,8 +6,8 @@
 
 use super::{
     assert, blockinfile, command, copy, debug, fail, fetch, file, gen_cert, get_url, image,
-    include_vars, lineinfile, package, pause, script, set_fact, setup, stat, systemd_service,
-    template, unarchive, uri, wait_for, Module,
+    include_vars, inventory, lineinfile, package, pause, script, set_fact, setup, stat,
+    systemd_service, template, unarchive, uri, wait_for, Module,
 };
 
 /// How a task's free-form text (`command: ls -l`, `include_tasks: x.yaml`) is read.
@@ -142,12 +142,12 @@ pub static REGISTRY: &[Entry] = &[
     structural("include_role", FreeForm::No),
     structural("import_role", FreeForm::No),
     structural("meta", FreeForm::Text),
-    once(structural("add_host", FreeForm::No)),
-    structural("group_by", FreeForm::No),
-    once(structural("add_hostvars", FreeForm::No)),
+    once(module("add_host", &inventory::AddHost)),
+    module("group_by", &inventory::GroupBy),
+    once(module("add_hostvars", &inventory::AddHostVars)),
     structural("include", FreeForm::No),
     structural("import_playbook", FreeForm::Text),
-    structural("result", FreeForm::No),
+    module("result", &inventory::Report),
 ];
 
 /// The canonical name of an action as written: the collection prefix removed

@@ -1,9 +1,8 @@
 //! `set_fact`: set variables on the host for the rest of the run.
 
 use async_trait::async_trait;
-use serde_json::Value;
 
-use super::{args::to_bool, Module, ModuleContext, ModuleResult, VarMap};
+use super::{args::to_bool, Effect, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Sets host variables (layer 10 of design §3); `cacheable` is accepted and ignored.
@@ -36,7 +35,7 @@ impl Module for SetFact {
                 ));
             }
         }
-        Ok(ModuleResult::ok().with("ansible_facts", Value::Object(raw)))
+        Ok(ModuleResult::ok().with_facts(raw, Effect::SetFacts))
     }
 }
 

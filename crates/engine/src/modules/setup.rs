@@ -70,7 +70,7 @@ impl Module for Setup {
         if !a.filter.is_empty() {
             gathered = apply_filter(gathered, &a.filter);
         }
-        Ok(ModuleResult::ok().with("ansible_facts", Value::Object(gathered)))
+        Ok(ModuleResult::ok().with_facts(gathered, super::Effect::GatheredFacts))
     }
 }
 

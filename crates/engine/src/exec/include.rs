@@ -1,0 +1,285 @@
+//! `include_tasks` and `include_role`: decided per host (condition, loop, the file or
+//! role named), then the included tasks run for each group of hosts that included the
+//! same thing.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+
+use super::{PlayCtx, Runner, Scope};
+use crate::error::{Error, ErrorKind};
+use crate::project::{value_text, Task, TaskKind};
+use crate::report::{Event, Status};
+use crate::vars::VarMap;
+
+impl Runner {
+    /// `include_tasks` / `include_role`: decided per host, then run for each group of
+    /// hosts that included the same thing.
+    pub(super) fn run_include(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        t: Task,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let own = scope.child(&t.attrs);
+            if !self.opts.tags.selects(&own.attrs.tags) {
+                return;
+            }
+            // The included tasks inherit the include's keywords except its condition and tags.
+            let mut passed = t.attrs.clone();
+            passed.when.clear();
+            passed.tags.clear();
+            let child_scope = scope.child(&passed);
+            let hv = self.hostvars(pc.vars.clone());
+            self.emit(Event::TaskStart {
+                play: pc.name.clone(),
+                task: t.display_name(),
+                path: format!("{}:{}", t.span.path().display(), t.span.line),
+            });
+            let mut groups: Vec<(String, Value, Vec<String>)> = Vec::new();
+            for h in &hosts {
+                let view = self.view(&pc, &own, h, None, &hv);
+                let ctx = view.context();
+                let items: Vec<Option<Value>> = match &t.own.loop_ {
+                    None => vec![None],
+                    Some(l) => match self.templar.render_value(l, &ctx) {
+                        Ok(Value::Array(a)) => a.into_iter().map(Some).collect(),
+                        Ok(other) => {
+                            self.include_failed(
+                                &pc,
+                                &t,
+                                h,
+                                Error::new(
+                                    ErrorKind::Template,
+                                    format!("loop needs a list, got {}", other),
+                                )
+                                .at(&t.span),
+                            );
+                            continue;
+                        }
+                        Err(e) => {
+                            self.include_failed(&pc, &t, h, e.at(&t.span));
+                            continue;
+                        }
+                    },
+                };
+                let loop_var = t
+                    .own
+                    .loop_control
+                    .as_ref()
+                    .and_then(|lc| lc.get("loop_var"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("item")
+                    .to_string();
+                let looped = t.own.loop_.is_some();
+                let mut item_results = Vec::new();
+                let mut host_failed = false;
+                for item in items {
+                    let mut top = VarMap::new();
+                    if let Some(i) = &item {
+                        top.insert(loop_var.clone(), i.clone());
+                    }
+                    let mut item_result = top.clone();
+                    if looped {
+                        item_result
+                            .insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
+                    }
+                    let iview = self.view(&pc, &own, h, Some(Arc::new(top.clone())), &hv);
+                    let ictx = iview.context();
+                    let mut ok = true;
+                    // As for every task: the first false condition decides, the later
+                    // ones (the include's own after its role's) are not evaluated.
+                    for cond in &own.attrs.when {
+                        match self.templar.eval_condition(cond, &ictx) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                ok = false;
+                                break;
+                            }
+                            Err(e) => {
+                                self.include_failed(&pc, &t, h, e.at(&t.span));
+                                ok = false;
+                                host_failed = true;
+                            }
+                        }
+                    }
+                    if !ok {
+                        item_result.insert("skipped".into(), Value::Bool(true));
+                        item_results.push(Value::Object(item_result));
+                        continue;
+                    }
+                    let target = match &t.kind {
+                        TaskKind::IncludeTasks { file, .. } => {
+                            self.templar.render_value(file, &ictx)
+                        }
+                        TaskKind::IncludeRole { name, .. } => {
+                            self.templar.render_value(name, &ictx)
+                        }
+                        _ => Ok(Value::Null),
+                    };
+                    let target = match target {
+                        Ok(v) => value_text(&v),
+                        Err(e) => {
+                            self.include_failed(&pc, &t, h, e.at(&t.span));
+                            host_failed = true;
+                            continue;
+                        }
+                    };
+                    item_results.push(Value::Object(item_result));
+                    let key = Value::Object(top);
+                    match groups
+                        .iter_mut()
+                        .find(|(f, k, _)| *f == target && *k == key)
+                    {
+                        Some((_, _, hs)) => hs.push(h.clone()),
+                        None => groups.push((target, key, vec![h.clone()])),
+                    }
+                }
+                if !host_failed {
+                    self.include_result(&pc, &t, h, looped, item_results);
+                }
+            }
+            for (target, item_vars, group_hosts) in groups {
+                let mut s = child_scope.clone();
+                if let Value::Object(m) = &item_vars {
+                    if !m.is_empty() {
+                        s.vars.push(Arc::new(m.clone()));
+                    }
+                }
+                let tasks = match &t.kind {
+                    TaskKind::IncludeTasks { role, .. } => {
+                        let role = role.clone().or_else(|| s.roles.last().cloned());
+                        match self.loader.find_task_file(&target, &t.dir, role.as_ref()) {
+                            Some(p) => self.loader.load_task_file(&p, role, &[], Some(&t.span)),
+                            None => Err(Error::new(
+                                ErrorKind::Io,
+                                format!("included task file `{}` not found", target),
+                            )
+                            .at(&t.span)),
+                        }
+                    }
+                    TaskKind::IncludeRole {
+                        tasks_from,
+                        vars_from,
+                        defaults_from,
+                        ..
+                    } => {
+                        match self.loader.load_role(
+                            &target,
+                            VarMap::new(),
+                            &t.dir,
+                            &t.span,
+                            defaults_from.as_deref().unwrap_or("main"),
+                            vars_from.as_deref().unwrap_or("main"),
+                        ) {
+                            Ok(scope_role) => {
+                                let r = self.loader.role_tasks(
+                                    &scope_role,
+                                    tasks_from.as_deref().unwrap_or("main"),
+                                    &[],
+                                    &t.span,
+                                );
+                                s.roles.push(scope_role);
+                                r
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    _ => Ok(Vec::new()),
+                };
+                match tasks {
+                    Ok(tasks) => {
+                        self.clone()
+                            .run_list(pc.clone(), tasks, group_hosts, s)
+                            .await
+                    }
+                    Err(e) => {
+                        for h in &group_hosts {
+                            self.include_failed(&pc, &t, h, e.clone());
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// Reports what an include did on a host: included (ok) or skipped by its condition.
+    fn include_result(&self, pc: &PlayCtx, t: &Task, host: &str, looped: bool, items: Vec<Value>) {
+        let skipped_item = |i: &Value| i.get("skipped") == Some(&Value::Bool(true));
+        let all_skipped = items.iter().all(skipped_item);
+        // Ansible counts a looped include once per item it included.
+        let included = if looped {
+            items.iter().filter(|i| !skipped_item(i)).count() as u32
+        } else {
+            1
+        };
+        let (status, result) = if looped {
+            let mut r = json!({"changed": false, "skipped": all_skipped && !items.is_empty(), "results": items});
+            if r["results"].as_array().is_some_and(|a| a.is_empty()) {
+                r["skipped"] = Value::Bool(true);
+                r["skipped_reason"] = Value::from("No items in the list");
+            } else {
+                r["msg"] = Value::from(if all_skipped {
+                    "All items skipped"
+                } else {
+                    "All items completed"
+                });
+            }
+            (
+                if r["skipped"] == Value::Bool(true) {
+                    Status::Skipped
+                } else {
+                    Status::Ok
+                },
+                r,
+            )
+        } else if all_skipped {
+            (
+                Status::Skipped,
+                json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False"}),
+            )
+        } else {
+            (Status::Ok, json!({"changed": false}))
+        };
+        self.with_state(host, |s| {
+            if status == Status::Skipped {
+                s.counts.skipped += 1;
+            } else {
+                s.counts.ok += included;
+            }
+        });
+        self.emit(Event::HostResult {
+            play: pc.name.clone(),
+            task: t.display_name(),
+            host: host.to_string(),
+            delegated_to: None,
+            status,
+            changed: false,
+            ignored: false,
+            result,
+            display: None,
+        });
+    }
+
+    fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error) {
+        let msg = e.render();
+        self.with_state(host, |s| {
+            s.counts.failed += 1;
+            s.failed = true;
+        });
+        self.emit(Event::HostResult {
+            play: pc.name.clone(),
+            task: t.display_name(),
+            host: host.to_string(),
+            delegated_to: None,
+            status: Status::Failed,
+            changed: false,
+            ignored: false,
+            result: json!({"failed": true, "msg": msg.strip_prefix("error: ").unwrap_or(&msg).trim_end()}),
+            display: None,
+        });
+    }
+}

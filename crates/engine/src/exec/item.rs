@@ -1,0 +1,537 @@
+//! One item of a task on one host: its condition, templated arguments, the module's
+//! answer on the controller or its run (connection, become, environment, timeout,
+//! `until`/`retries`), and `changed_when`/`failed_when` on its result. The module's
+//! typed effects are collected in [`Extras`] for the task to apply.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{PlayCtx, Runner, Scope};
+use crate::connect::Become;
+use crate::error::{Error, ErrorKind};
+use crate::modules::{self, Controller, Effect, ModuleContext, ModuleResult};
+use crate::project::{value_text, Task, TaskKind};
+use crate::report::Status;
+use crate::template::OMIT;
+use crate::vars::{VarMap, VarView};
+
+fn strip_omit(v: Value) -> Option<Value> {
+    match v {
+        Value::String(s) if s == OMIT => None,
+        Value::Object(m) => Some(Value::Object(
+            m.into_iter()
+                .filter_map(|(k, v)| strip_omit(v).map(|v| (k, v)))
+                .collect(),
+        )),
+        Value::Array(a) => Some(Value::Array(a.into_iter().filter_map(strip_omit).collect())),
+        other => Some(other),
+    }
+}
+
+/// One item's status, result and side effects.
+pub(super) type ItemResult = (Status, Value, Extras);
+
+/// What [`Runner::prepare_item`] hands to the module run.
+pub(super) struct Prepared {
+    /// Templated module arguments.
+    pub(super) args: VarMap,
+    /// The module.
+    pub(super) imp: &'static dyn modules::Module,
+    /// Where and how it runs.
+    pub(super) mctx: ModuleContext,
+    /// Side effects decided before the run (`delegated`).
+    pub(super) extras: Extras,
+}
+
+/// The result of an item that failed with `e` before or while its module ran.
+pub(super) fn item_error(e: Error) -> ItemResult {
+    let status = if e.kind == ErrorKind::Connection {
+        Status::Unreachable
+    } else {
+        Status::Failed
+    };
+    let msg = e.render();
+    let msg = msg
+        .strip_prefix("error: ")
+        .unwrap_or(&msg)
+        .trim_end()
+        .to_string();
+    let mut r = json!({"failed": true, "changed": false, "msg": msg});
+    if status == Status::Unreachable {
+        r["unreachable"] = Value::Bool(true);
+    }
+    (status, r, Extras::default())
+}
+
+/// What the items of a task on a host ask the run to do besides registering the result:
+/// where it ran, and the modules' typed effects, gathered by kind.
+#[derive(Default)]
+pub(super) struct Extras {
+    /// `delegate_to`: the host it ran on.
+    pub(super) delegated: Option<String>,
+    /// Gathered facts.
+    pub(super) facts: Option<VarMap>,
+    /// Variables read from files.
+    pub(super) included: Option<VarMap>,
+    /// Facts set for the host.
+    pub(super) set_vars: Option<VarMap>,
+    /// Variables for other hosts.
+    pub(super) host_vars: Vec<(String, VarMap)>,
+    /// Values reported at the end of the run.
+    pub(super) result: Option<VarMap>,
+    /// Hosts added to the inventory: name, groups, variables.
+    pub(super) add_hosts: Vec<(String, Vec<String>, VarMap)>,
+    /// Groups the host joins.
+    pub(super) group_by: Vec<String>,
+    /// The result as shown to the user.
+    pub(super) display: Option<Value>,
+}
+
+impl Extras {
+    /// Takes in a module's effects; `value` is its final result (for [`Effect::Display`]).
+    fn absorb(&mut self, effects: Vec<Effect>, value: &Value) {
+        for e in effects {
+            match e {
+                Effect::SetFacts(v) => self.set_vars = Some(v),
+                Effect::GatheredFacts(v) => self.facts = Some(v),
+                Effect::IncludedVars(v) => self.included = Some(v),
+                Effect::AddHost { name, groups, vars } => self.add_hosts.push((name, groups, vars)),
+                Effect::HostVars { host, vars } => self.host_vars.push((host, vars)),
+                Effect::GroupBy(g) => self.group_by.push(g),
+                Effect::Report(v) => {
+                    let mut cur = self.result.take().unwrap_or_default();
+                    crate::vars::merge_maps(&mut cur, &v);
+                    self.result = Some(cur);
+                }
+                Effect::Display => {
+                    let mut d = value.as_object().cloned().unwrap_or_default();
+                    d.remove("changed");
+                    d.remove("failed");
+                    self.display = Some(Value::Object(d));
+                }
+            }
+        }
+    }
+
+    /// Adds what a later loop item asked for.
+    pub(super) fn merge(&mut self, o: Extras) {
+        self.delegated = o.delegated.or(self.delegated.take());
+        if let Some(f) = o.facts {
+            let mut cur = self.facts.take().unwrap_or_default();
+            crate::vars::merge_maps(&mut cur, &f);
+            self.facts = Some(cur);
+        }
+        if let Some(v) = o.included {
+            let mut cur = self.included.take().unwrap_or_default();
+            cur.extend(v);
+            self.included = Some(cur);
+        }
+        if let Some(v) = o.set_vars {
+            let mut cur = self.set_vars.take().unwrap_or_default();
+            cur.extend(v);
+            self.set_vars = Some(cur);
+        }
+        self.add_hosts.extend(o.add_hosts);
+        self.host_vars.extend(o.host_vars);
+        if let Some(r) = o.result {
+            let mut cur = self.result.take().unwrap_or_default();
+            crate::vars::merge_maps(&mut cur, &r);
+            self.result = Some(cur);
+        }
+        self.group_by.extend(o.group_by);
+    }
+}
+
+/// An item's status from its final result.
+fn status_of(value: &Value) -> Status {
+    let flag = |k: &str| value.get(k).and_then(Value::as_bool).unwrap_or(false);
+    if flag("failed") {
+        Status::Failed
+    } else if flag("skipped") {
+        Status::Skipped
+    } else if flag("changed") {
+        Status::Changed
+    } else {
+        Status::Ok
+    }
+}
+
+impl Runner {
+    /// Everything before the module runs for one item: `when`, templated arguments, the
+    /// module's answer on the controller, connection, become, environment; `Err` is the
+    /// item's final result (skipped, failed, or answered on the controller).
+    #[allow(clippy::result_large_err)]
+    pub(super) async fn prepare_item(
+        self: &Arc<Self>,
+        pc: &PlayCtx,
+        t: &Task,
+        inner: &Scope,
+        host: &str,
+        view: &Arc<VarView>,
+    ) -> std::result::Result<Prepared, ItemResult> {
+        let ctx = view.context();
+        let mut extras = Extras::default();
+        let err = |e: Error| -> std::result::Result<Prepared, ItemResult> { Err(item_error(e)) };
+        // Conditions: inherited and own, all must hold.
+        if !inner.attrs.when.is_empty() {
+            for cond in &inner.attrs.when {
+                match self.templar.eval_condition(cond, &ctx) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err((
+                            Status::Skipped,
+                            json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False", "false_condition": cond}),
+                            extras,
+                        ));
+                    }
+                    Err(e) => {
+                        return err(e
+                            .at(&t.span)
+                            .note(format!("in the `when` of task `{}`", t.display_name())))
+                    }
+                }
+            }
+        }
+        let TaskKind::Module { module, args } = &t.kind else {
+            return err(Error::new(ErrorKind::Runtime, "not a module task").at(&t.span));
+        };
+        // Arguments the module renders itself stay as written.
+        let imp = modules::lookup(module);
+        let mut raw_args = args.clone();
+        let own: Vec<(String, Value)> = imp
+            .map(|m| m.own_templates(args))
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|k| raw_args.remove(*k).map(|v| (k.to_string(), v)))
+            .collect();
+        let mut args = match self.templar.render_value(&Value::Object(raw_args), &ctx) {
+            Ok(v) => match strip_omit(v) {
+                Some(Value::Object(m)) => m,
+                _ => VarMap::new(),
+            },
+            Err(e) => {
+                return err(e
+                    .at(&t.span)
+                    .note(format!("in the arguments of task `{}`", t.display_name())))
+            }
+        };
+        args.extend(own);
+        let Some(imp) = imp else {
+            return err(
+                Error::new(ErrorKind::Syntax, format!("unknown module `{}`", module)).at(&t.span),
+            );
+        };
+        let answer = imp.answer(
+            &args,
+            &Controller {
+                inventory: &self.inventory.read().unwrap(),
+                verbosity: self.opts.verbosity,
+            },
+        );
+        match answer {
+            Some(Ok(a)) => {
+                extras.absorb(a.effects, &a.result);
+                return Err((status_of(&a.result), a.result, extras));
+            }
+            Some(Err(e)) => return err(e.at(&t.span)),
+            None => {}
+        }
+        // Where it runs.
+        let delegate = match &inner.attrs.delegate_to {
+            None => None,
+            Some(d) => match self.templar.render_value(d, &ctx) {
+                Ok(v) => Some(value_text(&v)),
+                Err(e) => return err(e.at(&t.span)),
+            },
+        };
+        let conn_host = delegate.clone().unwrap_or_else(|| host.to_string());
+        let conn = if conn_host == host {
+            self.connection(host, view)
+        } else {
+            let hv = self.hostvars(pc.vars.clone());
+            let dview = self.view(pc, &Scope::default(), &conn_host, None, &hv);
+            self.connection(&conn_host, &dview)
+        };
+        let conn = match conn {
+            Ok(c) => c,
+            Err(e) => return err(e),
+        };
+        extras.delegated = delegate;
+        let become_ = match self.flag(&inner.attrs.become_, &ctx) {
+            Ok(true) => {
+                let user = match &inner.attrs.become_user {
+                    Some(u) => match self.templar.render_value(u, &ctx) {
+                        Ok(v) => value_text(&v),
+                        Err(e) => return err(e.at(&t.span)),
+                    },
+                    None => "root".into(),
+                };
+                // The become password, else the login password (KubeKey's connector
+                // password serves both); sudo is asked for it only if it wants one.
+                let password = [
+                    "ansible_become_password",
+                    "ansible_become_pass",
+                    "ansible_password",
+                    "ansible_ssh_pass",
+                ]
+                .iter()
+                .find_map(|k| view.get_json(k).ok().flatten())
+                .or_else(|| {
+                    view.get_json("connector")
+                        .ok()
+                        .flatten()
+                        .and_then(|c| c.get("password").cloned())
+                })
+                .filter(|v| !v.is_null())
+                .map(|v| value_text(&v));
+                Some(Become { user, password })
+            }
+            Ok(false) => None,
+            Err(e) => return err(e.at(&t.span)),
+        };
+        let mut env = Vec::new();
+        for e in &inner.environment {
+            match self.templar.render_value(e, &ctx) {
+                Ok(Value::Object(m)) => {
+                    for (k, v) in m {
+                        env.retain(|(ek, _): &(String, String)| *ek != k);
+                        env.push((k, value_text(&v)));
+                    }
+                }
+                Ok(Value::Null) => {}
+                Ok(other) => {
+                    return err(Error::new(
+                        ErrorKind::Template,
+                        format!("environment must be a mapping, got {}", other),
+                    )
+                    .at(&t.span))
+                }
+                Err(e) => return err(e.at(&t.span)),
+            }
+        }
+        let check_mode = match &inner.attrs.check_mode {
+            Some(v) => match self.flag(&Some(v.clone()), &ctx) {
+                Ok(b) => b,
+                Err(e) => return err(e.at(&t.span)),
+            },
+            None => self.opts.check,
+        };
+        let timeout = inner
+            .attrs
+            .timeout
+            .as_ref()
+            .and_then(|v| {
+                v.as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            })
+            .filter(|s| *s > 0)
+            .map(Duration::from_secs);
+        let mut search_dirs: Vec<std::path::PathBuf> = inner
+            .roles
+            .iter()
+            .rev()
+            .map(|r| r.role.path.clone())
+            .collect();
+        search_dirs.push(t.dir.clone());
+        search_dirs.push(self.loader.playbook_dir.clone());
+        let mctx = ModuleContext {
+            host: host.to_string(),
+            conn,
+            check_mode,
+            diff: self.opts.diff,
+            become_,
+            env,
+            timeout,
+            templar: self.templar.clone(),
+            vars: ctx.clone(),
+            search_dirs,
+            span: Some(t.span.clone()),
+            progress: Some({
+                let reporter = self.reporter.clone();
+                let host = host.to_string();
+                Arc::new(move |text: &str| reporter.status(&host, text))
+            }),
+        };
+        Ok(Prepared {
+            args,
+            imp,
+            mctx,
+            extras,
+        })
+    }
+
+    /// Runs the module once (one loop item, or the task without a loop).
+    pub(super) async fn run_item(
+        self: &Arc<Self>,
+        pc: &PlayCtx,
+        t: &Task,
+        inner: &Scope,
+        host: &str,
+        view: &Arc<VarView>,
+    ) -> ItemResult {
+        match self.prepare_item(pc, t, inner, host, view).await {
+            Ok(p) => self.execute_item(t, view, p).await,
+            Err(r) => r,
+        }
+    }
+
+    /// Runs a prepared item's module, with `until`/`retries` and `timeout`.
+    pub(super) async fn execute_item(
+        &self,
+        t: &Task,
+        view: &Arc<VarView>,
+        p: Prepared,
+    ) -> ItemResult {
+        let Prepared {
+            args,
+            imp,
+            mctx,
+            mut extras,
+        } = p;
+        let err = item_error;
+        let timeout = mctx.timeout;
+        let retries = match &t.own.until {
+            Some(_) => {
+                t.own
+                    .retries
+                    .as_ref()
+                    .and_then(|v| {
+                        v.as_u64()
+                            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                    })
+                    // ansible-core 2.19 makes `retries` the total number of attempts.
+                    .unwrap_or(3)
+                    .max(1)
+            }
+            None => 1,
+        };
+        let delay = t
+            .own
+            .delay
+            .as_ref()
+            .and_then(|v| {
+                v.as_f64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            })
+            .unwrap_or(if t.own.until.is_some() { 5.0 } else { 0.0 });
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let run = match timeout {
+                Some(d) => match tokio::time::timeout(d, imp.run(&mctx, args.clone())).await {
+                    Ok(r) => r,
+                    Err(_) => Err(Error::new(
+                        ErrorKind::Runtime,
+                        format!("the task timed out after {} seconds", d.as_secs()),
+                    )),
+                },
+                None => imp.run(&mctx, args.clone()).await,
+            };
+            let res: ModuleResult = match run {
+                Ok(r) => r,
+                Err(e) => {
+                    return err(e
+                        .at(&t.span)
+                        .note(format!("in task `{}`", t.display_name())))
+                }
+            };
+            match self.finish_item(t, view, res, attempt, retries, &mut extras) {
+                Some(done) => return done,
+                None => tokio::time::sleep(Duration::from_secs_f64(delay)).await,
+            }
+        }
+    }
+
+    /// Everything after the module ran for one item: `changed_when`, `failed_when`,
+    /// `until` (`None`: run it again), facts and the item's status.
+    pub(super) fn finish_item(
+        &self,
+        t: &Task,
+        view: &Arc<VarView>,
+        res: ModuleResult,
+        attempt: u64,
+        retries: u64,
+        extras: &mut Extras,
+    ) -> Option<ItemResult> {
+        let err = |e: Error| Some(item_error(e));
+        {
+            let mut value = res.to_value();
+            if self.opts.diff && !res.diffs.is_empty() {
+                value["diff"] = Value::Array(res.diffs.iter().map(|d| json!({"before_header": d.before_header, "after_header": d.after_header, "before": d.before, "after": d.after})).collect());
+            }
+            // changed_when / failed_when / until see the result under the register name.
+            let needs_eval = t.own.changed_when.is_some()
+                || t.own.failed_when.is_some()
+                || t.own.until.is_some();
+            if needs_eval {
+                let mut top = VarMap::new();
+                if let Some(reg) = &t.own.register {
+                    top.insert(reg.clone(), value.clone());
+                }
+                let rv = view.with_data(Arc::new(top));
+                let rctx = rv.context();
+                if let Some(cw) = &t.own.changed_when {
+                    match self.templar.eval_condition(cw, &rctx) {
+                        Ok(b) => value["changed"] = Value::Bool(b),
+                        Err(e) => return err(e.at(&t.span).note("in `changed_when`")),
+                    }
+                }
+                if let Some(fw) = &t.own.failed_when {
+                    match self.templar.eval_condition(fw, &rctx) {
+                        Ok(b) => {
+                            value["failed"] = Value::Bool(b);
+                            value["failed_when_result"] = Value::Bool(b);
+                        }
+                        Err(e) => return err(e.at(&t.span).note("in `failed_when`")),
+                    }
+                }
+                if let Some(until) = &t.own.until {
+                    let done = match self.templar.eval_condition(until, &rctx) {
+                        Ok(b) => b,
+                        Err(e) => return err(e.at(&t.span).note("in `until`")),
+                    };
+                    value["attempts"] = Value::from(attempt);
+                    if !done {
+                        if attempt < retries {
+                            return None;
+                        }
+                        value["failed"] = Value::Bool(true);
+                        if value.get("msg").is_none() {
+                            value["msg"] = Value::from(format!(
+                                "retries exhausted after {} attempts",
+                                attempt
+                            ));
+                        }
+                    }
+                }
+            }
+            let failed = value
+                .get("failed")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let changed = value
+                .get("changed")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let skipped = value
+                .get("skipped")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            if !failed {
+                extras.absorb(res.effects, &value);
+            }
+            let status = if failed {
+                Status::Failed
+            } else if skipped {
+                Status::Skipped
+            } else if changed {
+                Status::Changed
+            } else {
+                Status::Ok
+            };
+            Some((status, value, std::mem::take(extras)))
+        }
+    }
+}

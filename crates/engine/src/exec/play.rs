@@ -1,0 +1,380 @@
+//! Plays: their hosts, `serial` batches, play variables and `vars_files`, fact
+//! gathering, and the sections (`pre_tasks`, roles and `tasks`, `post_tasks`) run with
+//! the play's strategy.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::walk::play_hosts_map;
+use super::{PlayCtx, Runner, Scope};
+use crate::error::{Error, ErrorKind, Result};
+use crate::project::{Inherited, Play, Strategy, Task, TaskKind};
+use crate::report::Event;
+use crate::vars::{Layers, Magic, VarMap, VarView};
+
+impl Runner {
+    /// Resolves the play's host patterns (templated with extra vars and config).
+    fn play_hosts(&self, play: &Play) -> Result<Vec<String>> {
+        let mut l = Layers::default();
+        l.push(self.config.clone());
+        l.push(self.extra.clone());
+        let view = VarView::new(l, Magic::default(), self.templar.clone());
+        let ctx = view.context();
+        let rendered = self
+            .templar
+            .render_value(&play.hosts, &ctx)
+            .map_err(|e| e.at(&play.span))?;
+        let patterns: Vec<String> = match rendered {
+            Value::String(s) => vec![s],
+            Value::Array(items) => items.iter().map(crate::project::value_text).collect(),
+            other => vec![crate::project::value_text(&other)],
+        };
+        let inv = self.inventory.read().unwrap();
+        let pattern = patterns.join(":");
+        let mut hosts = inv.select(&pattern).map_err(|e| e.at(&play.span))?;
+        if let Some(limit) = &self.opts.limit {
+            let allowed = inv.select(limit)?;
+            hosts.retain(|h| allowed.contains(h));
+        }
+        Ok(hosts)
+    }
+
+    /// Runs one play; returns false when the run must stop: every host of a batch
+    /// failed or was unreachable (Ansible's "NO MORE HOSTS LEFT", which ends the whole
+    /// playbook, later plays on other hosts included), or `max_fail_percentage` was
+    /// exceeded.
+    pub(super) fn run_play(self: Arc<Self>, play: Play) -> BoxFuture<'static, Result<bool>> {
+        Box::pin(async move {
+            let matched = self.play_hosts(&play)?;
+            // Hosts that failed or were unreachable earlier in the run take no part
+            // (Ansible's rule), but still count in the `serial` batches.
+            let gone = |h: &String| {
+                let s = self.state(h);
+                s.failed || s.unreachable
+            };
+            let hosts: Vec<String> = matched.iter().filter(|h| !gone(h)).cloned().collect();
+            for h in &hosts {
+                self.with_state(h, |s| s.ended = false);
+            }
+            if hosts.is_empty() {
+                self.emit(Event::PlayStart {
+                    play: play.name.clone(),
+                    hosts: Vec::new(),
+                });
+                self.warn(format!(
+                    "no hosts matched the play's pattern {}",
+                    play.hosts
+                ));
+                return Ok(true);
+            }
+            for full in serial_batches(&play.serial, &matched)? {
+                let batch: Vec<String> = full.iter().filter(|h| !gone(h)).cloned().collect();
+                if batch.is_empty() {
+                    // A batch of hosts that all failed earlier: Ansible starts it and
+                    // runs nothing.
+                    self.emit(Event::PlayStart {
+                        play: play.name.clone(),
+                        hosts: Vec::new(),
+                    });
+                    continue;
+                }
+                let pc = Arc::new(self.prepare_play(&play, &batch, full.len(), &hosts)?);
+                self.emit(Event::PlayStart {
+                    play: pc.name.clone(),
+                    hosts: batch.clone(),
+                });
+                self.clone().run_batch(pc.clone()).await?;
+                if self.max_fail_break.load(Ordering::SeqCst) {
+                    return Ok(false);
+                }
+                if pc.abort.load(Ordering::SeqCst) {
+                    // end_play: the play stops, the run goes on.
+                    break;
+                }
+                // Ansible compares the batch size with the hosts failed plus the hosts
+                // unreachable in this batch; a host can be both (any_errors_fatal fails
+                // a host that was unreachable at the same task), and then they differ.
+                let lost: usize = batch
+                    .iter()
+                    .map(|h| {
+                        let s = self.state(h);
+                        usize::from(s.failed) + usize::from(s.unreachable)
+                    })
+                    .sum();
+                if lost == full.len() {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })
+    }
+
+    fn prepare_play(
+        &self,
+        play: &Play,
+        batch: &[String],
+        batch_size: usize,
+        all: &[String],
+    ) -> Result<PlayCtx> {
+        let vars = (*play.attrs.vars).clone();
+        let name = if crate::template::is_template(&play.name) {
+            let mut l = Layers::default();
+            l.push(self.config.clone());
+            l.push(Arc::new(vars.clone()));
+            l.push(self.extra.clone());
+            let v = VarView::new(l, Magic::default(), self.templar.clone());
+            crate::project::value_text(
+                &self
+                    .templar
+                    .render_str(&play.name, &v.context())
+                    .map_err(|e| e.at(&play.span))?,
+            )
+        } else {
+            play.name.clone()
+        };
+        // vars_files names may use host variables, so each host gets its own set.
+        let play_vars = Arc::new(vars.clone());
+        let mut loaded_files: HashMap<PathBuf, VarMap> = HashMap::new();
+        let mut host_vars_files = HashMap::new();
+        if !play.vars_files.is_empty() {
+            for host in batch {
+                let view = VarView::new(
+                    self.base_layers(host, &play_vars),
+                    Magic {
+                        values: vec![self.host_magic(host)],
+                        hostvars: None,
+                    },
+                    self.templar.clone(),
+                );
+                let ctx = view.context();
+                let mut merged = VarMap::new();
+                for (file, span) in &play.vars_files {
+                    let rendered = self
+                        .templar
+                        .render_value(file, &ctx)
+                        .map_err(|e| e.at(span))?;
+                    let candidates: Vec<String> = match rendered {
+                        Value::Array(items) => {
+                            items.iter().map(crate::project::value_text).collect()
+                        }
+                        other => vec![crate::project::value_text(&other)],
+                    };
+                    let Some(path) = candidates
+                        .iter()
+                        .map(|c| play.dir.join(c))
+                        .find(|p| p.is_file())
+                    else {
+                        return Err(Error::new(
+                            ErrorKind::Io,
+                            format!(
+                                "vars file {} not found (for host {})",
+                                candidates.join(" or "),
+                                host
+                            ),
+                        )
+                        .at(span));
+                    };
+                    if !loaded_files.contains_key(&path) {
+                        let node = crate::yaml::load_file(&path)?;
+                        loaded_files.insert(path.clone(), node.to_map("vars_files")?);
+                    }
+                    crate::vars::merge_maps(&mut merged, &loaded_files[&path]);
+                }
+                host_vars_files.insert(host.clone(), Arc::new(merged));
+            }
+        }
+        let (mut role_defaults, mut role_vars) = (Vec::new(), Vec::new());
+        for list in [&play.roles, &play.pre_tasks, &play.tasks, &play.post_tasks] {
+            collect_static_roles(list, &mut role_defaults, &mut role_vars);
+        }
+        let magic = self.play_magic(all, &name);
+        Ok(PlayCtx {
+            play: play.clone(),
+            name,
+            vars: Arc::new(vars),
+            host_vars_files,
+            role_defaults,
+            role_vars,
+            magic: RwLock::new(Arc::new(magic)),
+            play_hosts: RwLock::new(Arc::new(play_hosts_map(batch))),
+            batch: batch.to_vec(),
+            batch_size,
+            abort: AtomicBool::new(false),
+        })
+    }
+
+    fn run_batch(self: Arc<Self>, pc: Arc<PlayCtx>) -> BoxFuture<'static, Result<()>> {
+        Box::pin(async move {
+            let scope = Scope {
+                attrs: Inherited {
+                    vars: Arc::new(VarMap::new()),
+                    ..pc.play.attrs.clone()
+                },
+                environment: pc.play.attrs.environment.iter().cloned().collect(),
+                ..Default::default()
+            };
+            let gather = match &pc.play.gather_facts {
+                None => true,
+                Some(v) => crate::modules::args::to_bool(v).unwrap_or(true),
+            };
+            if gather {
+                self.gather_facts(&pc, &scope).await;
+            }
+            let sections: [(&str, Vec<Task>); 3] = [
+                ("pre_tasks", pc.play.pre_tasks.clone()),
+                (
+                    "tasks",
+                    pc.play
+                        .roles
+                        .iter()
+                        .chain(pc.play.tasks.iter())
+                        .cloned()
+                        .collect(),
+                ),
+                ("post_tasks", pc.play.post_tasks.clone()),
+            ];
+            for (_, tasks) in sections {
+                if tasks.is_empty() {
+                    continue;
+                }
+                let hosts = self.active(&pc, &pc.batch);
+                if pc.play.strategy == Strategy::Free {
+                    let futs = hosts.iter().map(|h| {
+                        self.clone().run_list(
+                            pc.clone(),
+                            tasks.clone(),
+                            vec![h.clone()],
+                            scope.clone(),
+                        )
+                    });
+                    futures::future::join_all(futs).await;
+                } else {
+                    self.clone()
+                        .run_list(pc.clone(), tasks, hosts, scope.clone())
+                        .await;
+                }
+                self.clone().flush_handlers(pc.clone(), scope.clone()).await;
+                if pc.abort.load(Ordering::SeqCst) {
+                    break;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    async fn gather_facts(self: &Arc<Self>, pc: &Arc<PlayCtx>, scope: &Scope) {
+        let task = Task {
+            name: Some("Gathering Facts".into()),
+            kind: TaskKind::Module {
+                module: crate::modules::FACTS_MODULE.into(),
+                args: VarMap::new(),
+            },
+            attrs: Inherited::default(),
+            own: Default::default(),
+            span: pc.play.span.clone(),
+            dir: pc.play.dir.clone(),
+        };
+        let hosts = self.active(pc, &pc.batch);
+        self.clone()
+            .run_tasks_on_hosts(pc.clone(), task, hosts, scope.clone(), true)
+            .await;
+    }
+}
+
+/// Gathers defaults and vars of roles applied statically (`roles:`, `import_role`,
+/// their dependencies), which Ansible exposes to the whole play.
+fn collect_static_roles(
+    tasks: &[Task],
+    defaults: &mut Vec<Arc<VarMap>>,
+    vars: &mut Vec<Arc<VarMap>>,
+) {
+    for t in tasks {
+        if let TaskKind::Block {
+            block,
+            rescue,
+            always,
+            role,
+        } = &t.kind
+        {
+            if let Some(r) = role {
+                if !defaults.iter().any(|d| Arc::ptr_eq(d, &r.role.defaults)) {
+                    defaults.push(r.role.defaults.clone());
+                    vars.push(r.role.vars.clone());
+                }
+            }
+            collect_static_roles(block, defaults, vars);
+            collect_static_roles(rescue, defaults, vars);
+            collect_static_roles(always, defaults, vars);
+        }
+    }
+}
+
+/// Splits hosts into `serial` batches: an int, "N%", or a list of them (the last repeats).
+fn serial_batches(serial: &Option<Value>, hosts: &[String]) -> Result<Vec<Vec<String>>> {
+    let Some(serial) = serial else {
+        return Ok(vec![hosts.to_vec()]);
+    };
+    let sizes: Vec<Value> = match serial {
+        Value::Array(items) => items.clone(),
+        other => vec![other.clone()],
+    };
+    let total = hosts.len();
+    let size_of = |v: &Value| -> Result<usize> {
+        let n = match v {
+            Value::Number(n) => n.as_f64().unwrap_or(0.0) as usize,
+            Value::String(s) if s.trim().ends_with('%') => {
+                let pct: f64 = s.trim().trim_end_matches('%').parse().map_err(|_| {
+                    Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s))
+                })?;
+                ((total as f64) * pct / 100.0) as usize
+            }
+            Value::String(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s)))?,
+            other => {
+                return Err(Error::new(
+                    ErrorKind::Syntax,
+                    format!("bad serial value {}", other),
+                ))
+            }
+        };
+        Ok(n.max(1))
+    };
+    if sizes.is_empty() {
+        return Ok(vec![hosts.to_vec()]);
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut k = 0;
+    while i < total {
+        let n = size_of(&sizes[k.min(sizes.len() - 1)])?;
+        let end = (i + n).min(total);
+        out.push(hosts[i..end].to_vec());
+        i = end;
+        k += 1;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::serial_batches;
+    use serde_json::json;
+
+    #[test]
+    pub(super) fn serial() {
+        let hosts: Vec<String> = (1..=5).map(|i| format!("h{}", i)).collect();
+        let b = serial_batches(&Some(json!(2)), &hosts).unwrap();
+        assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 2, 1]);
+        let b = serial_batches(&Some(json!([1, "50%"])), &hosts).unwrap();
+        assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![1, 2, 2]);
+        let b = serial_batches(&None, &hosts).unwrap();
+        assert_eq!(b.len(), 1);
+    }
+}

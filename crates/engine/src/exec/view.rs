@@ -1,0 +1,191 @@
+//! What a host's tasks see: the variable layers of design §3 (for a task in its scope,
+//! and for `hostvars`), and the magic variables of the run, play and host.
+
+use std::sync::Arc;
+
+use indexmap::IndexSet;
+use serde_json::Value;
+
+use super::{PlayCtx, Runner, Scope};
+use crate::template::OMIT;
+use crate::vars::{HostVars, Layers, Magic, VarMap, VarView};
+
+impl Runner {
+    pub(super) fn play_magic(&self, all_play_hosts: &[String], play_name: &str) -> VarMap {
+        let inv = self.inventory.read().unwrap();
+        let mut m = VarMap::new();
+        let groups: serde_json::Map<String, Value> = inv
+            .groups()
+            .into_iter()
+            .map(|(k, v)| (k, Value::from(v)))
+            .collect();
+        m.insert("groups".into(), Value::Object(groups));
+        m.insert(
+            "ansible_play_hosts_all".into(),
+            Value::from(all_play_hosts.to_vec()),
+        );
+        m.insert("ansible_play_name".into(), Value::from(play_name));
+        m.insert(
+            "playbook_dir".into(),
+            Value::from(self.loader.playbook_dir.display().to_string()),
+        );
+        if let Some(inv) = &self.opts.inventory_path {
+            let inv = std::fs::canonicalize(inv).unwrap_or(inv.clone());
+            m.insert(
+                "inventory_file".into(),
+                Value::from(inv.display().to_string()),
+            );
+            if let Some(d) = inv.parent() {
+                m.insert("inventory_dir".into(), Value::from(d.display().to_string()));
+            }
+        }
+        m.insert("ansible_check_mode".into(), Value::from(self.opts.check));
+        m.insert("ansible_diff_mode".into(), Value::from(self.opts.diff));
+        m.insert(
+            "ansible_run_tags".into(),
+            Value::from(if self.opts.tags.only.is_empty() {
+                vec!["all".to_string()]
+            } else {
+                self.opts.tags.only.clone()
+            }),
+        );
+        m.insert(
+            "ansible_skip_tags".into(),
+            Value::from(self.opts.tags.skip.clone()),
+        );
+        m.insert("ansible_version".into(), serde_json::json!({"full": "2.19.0", "major": 2, "minor": 19, "revision": 0, "string": "2.19.0 (kk)"}));
+        m.insert("omit".into(), Value::from(OMIT));
+        m
+    }
+
+    /// The layers a host sees outside any role/block/task scope (what `hostvars[h]` shows).
+    pub(super) fn base_layers(&self, host: &str, play_vars: &Arc<VarMap>) -> Layers {
+        let st = self.state(host);
+        let mut l = Layers::default();
+        l.push(self.config.clone());
+        l.push(self.inventory_vars(host));
+        l.push_data(st.facts.clone());
+        l.push(play_vars.clone());
+        l.push(st.included.clone());
+        l.push_data(st.runtime.clone());
+        l.push(self.extra.clone());
+        l
+    }
+
+    pub(super) fn host_magic(&self, host: &str) -> Arc<VarMap> {
+        let mut m = VarMap::new();
+        m.insert("inventory_hostname".into(), Value::from(host));
+        m.insert(
+            "inventory_hostname_short".into(),
+            Value::from(host.split('.').next().unwrap_or(host)),
+        );
+        m.insert(
+            "group_names".into(),
+            Value::from(self.inventory.read().unwrap().group_names(host)),
+        );
+        Arc::new(m)
+    }
+
+    pub(super) fn hostvars(self: &Arc<Self>, play_vars: Arc<VarMap>) -> minijinja::Value {
+        let me = self.clone();
+        let mut names = self.inventory.read().unwrap().host_names();
+        if !names.iter().any(|n| n == "localhost")
+            && self.hosts.lock().unwrap().contains_key("localhost")
+        {
+            names.push("localhost".into());
+        }
+        let known: IndexSet<String> = names.iter().cloned().collect();
+        let hv = HostVars::new(
+            names,
+            Box::new(move |name: &str| {
+                if !known.contains(name) && name != "localhost" {
+                    return None;
+                }
+                let magic = Magic {
+                    values: vec![me.host_magic(name)],
+                    hostvars: None,
+                };
+                Some(VarView::new(
+                    me.base_layers(name, &play_vars),
+                    magic,
+                    me.templar.clone(),
+                ))
+            }),
+        );
+        minijinja::Value::from_object(hv)
+    }
+
+    /// The full view of a host's variables inside a scope.
+    pub(super) fn view(
+        &self,
+        pc: &PlayCtx,
+        scope: &Scope,
+        host: &str,
+        top: Option<Arc<VarMap>>,
+        hostvars: &minijinja::Value,
+    ) -> Arc<VarView> {
+        let st = self.state(host);
+        let mut l = Layers::default();
+        for d in &pc.role_defaults {
+            l.push(d.clone());
+        }
+        for r in &scope.roles {
+            l.push(r.role.defaults.clone());
+        }
+        l.push(self.config.clone());
+        l.push(self.inventory_vars(host));
+        l.push_data(st.facts.clone());
+        l.push(pc.vars.clone());
+        if let Some(vf) = pc.host_vars_files.get(host) {
+            l.push(vf.clone());
+        }
+        for v in &pc.role_vars {
+            l.push(v.clone());
+        }
+        for r in &scope.roles {
+            l.push(r.role.vars.clone());
+        }
+        for v in &scope.vars {
+            l.push(v.clone());
+        }
+        l.push(st.included.clone());
+        l.push_data(st.runtime.clone());
+        // Role parameters beat set_fact (Ansible's precedence), but stay private to the role.
+        for r in &scope.roles {
+            l.push(r.params.clone());
+        }
+        l.push(self.extra.clone());
+        if let Some(t) = top {
+            l.push_data(t);
+        }
+        let mut values = vec![self.host_magic(host)];
+        if let Some(r) = scope.roles.last() {
+            let mut m = VarMap::new();
+            m.insert(
+                "role_path".into(),
+                Value::from(r.role.path.display().to_string()),
+            );
+            m.insert("role_name".into(), Value::from(r.role.name.clone()));
+            m.insert("ansible_role_name".into(), Value::from(r.role.name.clone()));
+            let parents: Vec<String> = scope
+                .roles
+                .iter()
+                .rev()
+                .skip(1)
+                .map(|r| r.role.name.clone())
+                .collect();
+            m.insert("ansible_parent_role_names".into(), Value::from(parents));
+            values.push(Arc::new(m));
+        }
+        values.push(pc.play_hosts.read().unwrap().clone());
+        values.push(pc.magic.read().unwrap().clone());
+        VarView::new(
+            l,
+            Magic {
+                values,
+                hostvars: Some(hostvars.clone()),
+            },
+            self.templar.clone(),
+        )
+    }
+}

@@ -1,0 +1,318 @@
+//! Walking task lists: linear order, blocks with `rescue` and `always`, `meta`
+//! actions, and handlers when they are flushed.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::{PlayCtx, Runner, Scope};
+use crate::project::{Task, TaskKind};
+use crate::report::Event;
+use crate::vars::VarMap;
+
+impl Runner {
+    /// Recomputes `play_hosts` and friends after hosts failed or were rescued.
+    pub(super) fn refresh_play_hosts(&self, pc: &PlayCtx) {
+        let active: Vec<String> = {
+            let states = self.hosts.lock().unwrap();
+            pc.batch
+                .iter()
+                .filter(|h| {
+                    states
+                        .get(*h)
+                        .map(|s| !s.failed && !s.unreachable)
+                        .unwrap_or(true)
+                })
+                .cloned()
+                .collect()
+        };
+        let current = pc.play_hosts.read().unwrap().clone();
+        if current.get("play_hosts") != Some(&Value::from(active.clone())) {
+            *pc.play_hosts.write().unwrap() = Arc::new(play_hosts_map(&active));
+        }
+    }
+
+    /// Hosts of a list that can still run tasks.
+    pub(super) fn active(&self, pc: &PlayCtx, hosts: &[String]) -> Vec<String> {
+        if pc.abort.load(Ordering::SeqCst) {
+            return Vec::new();
+        }
+        let states = self.hosts.lock().unwrap();
+        hosts
+            .iter()
+            .filter(|h| {
+                states
+                    .get(*h)
+                    .map(|s| !s.failed && !s.unreachable && !s.ended)
+                    .unwrap_or(true)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Runs a task list on hosts, each task on all of them before the next (linear).
+    pub(super) fn run_list(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        tasks: Vec<Task>,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            for t in tasks {
+                let active = self.active(&pc, &hosts);
+                if active.is_empty() {
+                    break;
+                }
+                self.clone()
+                    .run_entry(pc.clone(), t, active, scope.clone())
+                    .await;
+            }
+        })
+    }
+
+    pub(super) fn run_entry(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        t: Task,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            match &t.kind {
+                TaskKind::Block {
+                    block,
+                    rescue,
+                    always,
+                    role,
+                } => {
+                    let mut inner = scope.child(&t.attrs);
+                    if let Some(r) = role {
+                        inner.roles.push(r.clone());
+                    }
+                    self.run_block(
+                        pc,
+                        block.clone(),
+                        rescue.clone(),
+                        always.clone(),
+                        hosts,
+                        inner,
+                    )
+                    .await;
+                }
+                TaskKind::Meta(what) => self.clone().run_meta(pc, &t, what, hosts, scope).await,
+                TaskKind::IncludeTasks { .. } | TaskKind::IncludeRole { .. } => {
+                    self.run_include(pc, t, hosts, scope).await
+                }
+                TaskKind::Module { .. } => {
+                    let inner = scope.child(&t.attrs);
+                    if !self.opts.tags.selects(&inner.attrs.tags) {
+                        return;
+                    }
+                    self.run_tasks_on_hosts(pc, t, hosts, scope, false).await;
+                }
+            }
+        })
+    }
+
+    pub(super) fn run_block(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        block: Vec<Task>,
+        rescue: Vec<Task>,
+        always: Vec<Task>,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let mut body_scope = scope.clone();
+            if !rescue.is_empty() {
+                body_scope.rescuable = true;
+            }
+            self.clone()
+                .run_list(pc.clone(), block, hosts.clone(), body_scope)
+                .await;
+            let failed: Vec<String> = hosts
+                .iter()
+                .filter(|h| {
+                    let s = self.state(h);
+                    s.failed && !s.unreachable
+                })
+                .cloned()
+                .collect();
+            if !rescue.is_empty() && !failed.is_empty() && !pc.abort.load(Ordering::SeqCst) {
+                for h in &failed {
+                    self.with_state(h, |s| {
+                        s.failed = false;
+                        s.rescuing = false;
+                    });
+                }
+                self.clone()
+                    .run_list(pc.clone(), rescue, failed.clone(), scope.clone())
+                    .await;
+            }
+            if !always.is_empty() {
+                let still_failed: Vec<String> = hosts
+                    .iter()
+                    .filter(|h| {
+                        let s = self.state(h);
+                        s.failed && !s.unreachable
+                    })
+                    .cloned()
+                    .collect();
+                for h in &still_failed {
+                    self.with_state(h, |s| s.failed = false);
+                }
+                let run_on: Vec<String> = hosts
+                    .iter()
+                    .filter(|h| {
+                        let s = self.state(h);
+                        !s.unreachable && !s.ended
+                    })
+                    .cloned()
+                    .collect();
+                self.clone()
+                    .run_list(pc.clone(), always, run_on, scope.clone())
+                    .await;
+                for h in &still_failed {
+                    self.with_state(h, |s| s.failed = true);
+                }
+            }
+        })
+    }
+
+    pub(super) async fn run_meta(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        t: &Task,
+        what: &str,
+        hosts: Vec<String>,
+        scope: Scope,
+    ) {
+        let inner = scope.child(&t.attrs);
+        if !self.opts.tags.selects(&inner.attrs.tags) {
+            return;
+        }
+        self.emit(Event::TaskStart {
+            play: pc.name.clone(),
+            task: t.display_name(),
+            path: format!("{}:{}", t.span.path().display(), t.span.line),
+        });
+        // Conditions on meta tasks are evaluated per host (except flush_handlers, which has none).
+        let hv = self.hostvars(pc.vars.clone());
+        let mut selected = Vec::new();
+        for h in &hosts {
+            let view = self.view(&pc, &inner, h, None, &hv);
+            match self
+                .templar
+                .eval_condition(&Value::Array(inner.attrs.when.clone()), &view.context())
+            {
+                Ok(true) => selected.push(h.clone()),
+                Ok(false) => {}
+                Err(e) => self.warn(format!("meta {}: {}", what, e.message)),
+            }
+        }
+        match what {
+            "flush_handlers" => self.flush_handlers(pc, scope).await,
+            "end_play" | "end_batch" if !selected.is_empty() => {
+                for h in &pc.batch {
+                    self.with_state(h, |s| s.ended = true);
+                }
+                pc.abort.store(what == "end_play", Ordering::SeqCst);
+            }
+            "end_host" => {
+                for h in &hosts {
+                    if selected.contains(h) {
+                        self.with_state(h, |s| s.ended = true);
+                    } else {
+                        self.emit(Event::HostResult {
+                            play: pc.name.clone(),
+                            task: t.display_name(),
+                            host: h.clone(),
+                            delegated_to: None,
+                            status: crate::report::Status::Skipped,
+                            changed: false,
+                            ignored: false,
+                            result: serde_json::json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False", "msg": format!("end_host conditional evaluated to false, continuing execution for {}", h)}),
+                            display: None,
+                        });
+                    }
+                }
+            }
+            "clear_host_errors" => {
+                for h in &pc.batch {
+                    self.with_state(h, |s| {
+                        s.failed = false;
+                        s.rescuing = false;
+                    });
+                }
+            }
+            "clear_facts" => {
+                for h in &selected {
+                    self.with_state(h, |s| s.facts = Arc::new(VarMap::new()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn flush_handlers(
+        self: Arc<Self>,
+        pc: Arc<PlayCtx>,
+        scope: Scope,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let handlers = pc.play.handlers.clone();
+            // Each handler runs once per flush for the hosts that notified it (by name or
+            // by a topic it listens to); handlers may notify later handlers.
+            for h in handlers {
+                let hname = h.name.clone().unwrap_or_default();
+                let listens = h.own.listen.clone();
+                let targets: Vec<String> = {
+                    let states = self.hosts.lock().unwrap();
+                    pc.batch
+                        .iter()
+                        .filter(|host| {
+                            let Some(s) = states.get(*host) else {
+                                return false;
+                            };
+                            let hit = s
+                                .notified
+                                .iter()
+                                .any(|n| *n == hname || listens.contains(n));
+                            hit && !s.unreachable
+                                && !s.ended
+                                && (!s.failed || pc.play.force_handlers)
+                        })
+                        .cloned()
+                        .collect()
+                };
+                if targets.is_empty() {
+                    continue;
+                }
+                for host in &targets {
+                    self.with_state(host, |s| s.notified.retain(|n| *n != hname));
+                }
+                let mut handler = h.clone();
+                handler.own.listen.clear();
+                self.clone()
+                    .run_entry(pc.clone(), handler, targets, scope.clone())
+                    .await;
+            }
+            for host in &pc.batch {
+                self.with_state(host, |s| s.notified.clear());
+            }
+        })
+    }
+}
+
+/// The play-host magic variables for the hosts still active.
+pub(super) fn play_hosts_map(active: &[String]) -> VarMap {
+    let mut m = VarMap::new();
+    for k in ["play_hosts", "ansible_play_batch", "ansible_play_hosts"] {
+        m.insert(k.into(), Value::from(active.to_vec()));
+    }
+    m
+}
