@@ -823,11 +823,7 @@ fn interrupt_stops_the_run_and_its_commands() {
             .map(|o| o.status.success())
             .unwrap_or(false)
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !running() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(running(), "the command never started");
+    common::wait_until("the command to start", 10, running);
     unsafe_kill(child.id(), 2);
     let out = child.wait_with_output().unwrap();
     assert_eq!(
@@ -836,8 +832,9 @@ fn interrupt_stops_the_run_and_its_commands() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    assert!(!running(), "the remote command was left running");
+    common::wait_until("the command to stop (it was left running)", 5, || {
+        !running()
+    });
 }
 
 fn unsafe_kill(pid: u32, sig: i32) {

@@ -229,9 +229,21 @@ fn unreachable_hosts_and_faults_end_in_bounded_time() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // Host 1 once its first file is written (the 3 s pause follows; a moment for kk to finish
+    // the task), host 2 once its long command runs.
+    let on = |i: usize, cmd: &str| {
+        bed.exec(i, cmd)
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    common::wait_until("the first task on host 1", 30, || {
+        on(1, "test -e /root/first.txt")
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
     bed.cut_host(1).unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    common::wait_until("the long command on host 2", 30, || {
+        on(2, "pgrep -xf 'sleep 20'")
+    });
     bed.cut_host(2).unwrap();
     let out = child.wait_with_output().unwrap();
     let elapsed = start.elapsed();
@@ -276,7 +288,7 @@ fn a_dropped_master_is_reopened_and_ctrl_c_leaves_nothing_behind() {
     let ip = h.ip.to_string();
     let p = project(
         &bed,
-        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: before\n      command: \"true\"\n    - name: wait\n      pause: {seconds: 2}\n    - name: after\n      command: \"true\"\n",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: before\n      command: touch /root/kk-before\n    - name: wait\n      pause: {seconds: 2}\n    - name: after\n      command: \"true\"\n",
     );
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_kk"))
         .args([
@@ -294,7 +306,13 @@ fn a_dropped_master_is_reopened_and_ctrl_c_leaves_nothing_behind() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // During the pause: after `before` ran (a moment for kk to take its result).
+    common::wait_until("the first task", 30, || {
+        bed.exec(0, "test -e /root/kk-before")
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
     let masters = master_pids(&ip);
     assert_eq!(masters.len(), 1, "one master while the run pauses");
     std::process::Command::new("kill")
@@ -332,11 +350,7 @@ fn a_dropped_master_is_reopened_and_ctrl_c_leaves_nothing_behind() {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default()
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while remote_sleep() != "1" && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    assert_eq!(remote_sleep(), "1", "the remote command started");
+    common::wait_until("the remote command to start", 10, || remote_sleep() == "1");
     std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -349,11 +363,7 @@ fn a_dropped_master_is_reopened_and_ctrl_c_leaves_nothing_behind() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(master_pids(&ip).is_empty(), "no master left behind");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(6);
-    while remote_sleep() != "0" && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    assert_eq!(remote_sleep(), "0", "the remote command was stopped");
+    common::wait_until("the remote command to stop", 6, || remote_sleep() == "0");
 }
 
 #[test]

@@ -242,3 +242,17 @@ pub fn assert_secret_hidden(p: &Project, r: &Run, secret: &str) {
         String::from_utf8_lossy(&leaked.stdout)
     );
 }
+
+/// Waits until `cond` holds, checking every 50 ms, at most `secs` seconds; panics naming
+/// `what` when it never does. Tests wait for the event they need instead of sleeping a
+/// guessed time.
+pub fn wait_until(what: &str, secs: u64, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited {secs} s for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
