@@ -25,6 +25,8 @@ mod item;
 mod play;
 pub mod tags;
 mod task;
+#[cfg(test)]
+mod tests;
 mod view;
 mod walk;
 
@@ -187,6 +189,9 @@ pub(crate) struct Runner {
     connect_opts: crate::connect::ConnectOptions,
     /// A play exceeded its `max_fail_percentage`: the run stops and exits 2.
     max_fail_break: AtomicBool,
+    /// `--forks`: how many hosts run a task at once, over the whole run (every task of
+    /// every host, whatever the strategy).
+    forks: tokio::sync::Semaphore,
 }
 
 /// Loads a playbook and runs it; errors in the files come back as `Err` (exit code 4).
@@ -223,6 +228,7 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
             strict_host_keys: opts.ssh_strict,
         },
         max_fail_break: AtomicBool::new(false),
+        forks: tokio::sync::Semaphore::new(opts.forks.max(1)),
         opts,
     });
     for play in playbook.plays {

@@ -94,27 +94,28 @@ impl Runner {
                     .unwrap_or(0) as usize,
                 None => 0,
             };
-            let limit = if throttle > 0 {
-                throttle.min(self.opts.forks.max(1))
-            } else {
-                self.opts.forks.max(1)
-            };
-            let sem = Arc::new(tokio::sync::Semaphore::new(limit));
+            // `throttle` limits this task; `--forks` (the run's semaphore) every task at once.
+            let throttle = (throttle > 0 && throttle < self.opts.forks.max(1))
+                .then(|| Arc::new(tokio::sync::Semaphore::new(throttle)));
             let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             let total = targets.len();
             let futs = targets.iter().map(|h| {
                 let done = done.clone();
-                let (me, pc, t, inner, hv, sem, h) = (
+                let (me, pc, t, inner, hv, throttle, h) = (
                     self.clone(),
                     pc.clone(),
                     t.clone(),
                     inner.clone(),
                     hv.clone(),
-                    sem.clone(),
+                    throttle.clone(),
                     h.clone(),
                 );
                 async move {
-                    let _permit = sem.acquire().await;
+                    let _throttled = match &throttle {
+                        Some(s) => Some(s.acquire().await),
+                        None => None,
+                    };
+                    let _fork = me.forks.acquire().await;
                     let o = me.clone().run_on_host(&pc, &t, &inner, &h, &hv).await;
                     let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                     me.reporter.progress(n, total);
