@@ -128,6 +128,42 @@ fn every_bad_input_gets_a_clear_error() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// What a user sees for each bad input, whole, as a snapshot (tests/snapshots/): a change to
+/// the rendering of errors shows up as a reviewed diff (`cargo insta review`, or
+/// INSTA_UPDATE=always to rewrite), not as a substring that silently stops matching. The
+/// project's directory and run times are replaced by placeholders.
+#[test]
+fn rendered_errors_match_their_snapshots() {
+    for case in CASES {
+        let p = Project::new();
+        p.file("inventory.yaml", LOCAL_INVENTORY);
+        for (name, content) in case.files {
+            p.file(name, content);
+        }
+        let r = p.kk(&["run", "site.yaml", "-i", "inventory.yaml"]);
+        let dir = p.dir().display().to_string();
+        let text = without_times(&format!(
+            "exit code {}\n--- stdout\n{}--- stderr\n{}",
+            r.code, r.stdout, r.stderr
+        ))
+        .replace(&dir, "<project>");
+        let name = case.name.replace(' ', "_");
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+/// `elapsed: 0.12s` (the run's time) as `elapsed: <time>`.
+fn without_times(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("elapsed: ") {
+            Some(i) => format!("{}elapsed: <time>", &l[..i]),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
 #[test]
 fn missing_playbook_is_an_options_error() {
     let p = Project::new();
