@@ -3,6 +3,7 @@
 //!
 //! The binary (`kk`) is a thin layer over [`exec::run_playbook`].
 
+pub mod ansible;
 pub mod connect;
 pub mod error;
 pub mod exec;

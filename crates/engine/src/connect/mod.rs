@@ -6,7 +6,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::ansible::{split_words, to_bool};
 use crate::error::Result;
+
+/// kk's shell quoting, for modules that build scripts (it lives in [`crate::ansible`]).
+pub use crate::ansible::shell_quote;
 
 pub mod local;
 pub mod ssh;
@@ -208,7 +212,7 @@ pub fn for_host(
     let mut extra_args = Vec::new();
     for k in ["ansible_ssh_common_args", "ansible_ssh_extra_args"] {
         if let Some(v) = get(k)? {
-            extra_args.extend(crate::modules::command::split_words(&text(v)));
+            extra_args.extend(split_words(&text(v)));
         }
     }
     let settings = ssh::SshSettings {
@@ -222,7 +226,7 @@ pub fn for_host(
         known_hosts: opts.workdir.join("known_hosts"),
         strict: opts.strict_host_keys
             || get("ssh_strict_host_keys")?
-                .and_then(|v| crate::modules::args::to_bool(&v))
+                .and_then(|v| to_bool(&v))
                 .unwrap_or(false),
         connect_timeout: std::time::Duration::from_secs(
             pick(&["ansible_ssh_timeout", "ansible_timeout"], "timeout")?
@@ -279,28 +283,4 @@ pub fn check_sudo(out: ExecOutput, req: &ExecRequest, host: &str) -> Result<Exec
             .note(format!("sudo said: {}", err.trim()))
             .help(help),
     )
-}
-
-/// Quotes a string for a POSIX shell (single quotes, `'` escaped).
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@%+,".contains(&b))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shell_quote;
-
-    #[test]
-    fn quoting() {
-        assert_eq!(shell_quote("/etc/hosts"), "/etc/hosts");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
-        assert_eq!(shell_quote(""), "''");
-    }
 }

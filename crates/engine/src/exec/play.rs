@@ -220,7 +220,7 @@ impl Runner {
             };
             let gather = match &pc.play.gather_facts {
                 None => true,
-                Some(v) => crate::modules::args::to_bool(v).unwrap_or(true),
+                Some(v) => crate::ansible::to_bool(v).unwrap_or(true),
             };
             if gather {
                 self.gather_facts(&pc, &scope).await;

@@ -32,7 +32,7 @@ const CENSORED: &str =
 
 /// Ansible's boolean reading of a keyword's value.
 pub(super) fn is_true(v: &Value) -> bool {
-    crate::modules::args::to_bool(v).unwrap_or(false)
+    crate::ansible::to_bool(v).unwrap_or(false)
 }
 
 impl Runner {

@@ -6,6 +6,9 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::Value;
 
+/// Ansible's lenient booleans, shared with the layers below modules.
+pub use crate::ansible::to_bool;
+
 /// Serde default for boolean arguments that are on unless turned off
 /// (`#[serde(default = "args::yes")]`).
 pub fn yes() -> bool {
@@ -35,21 +38,6 @@ pub fn opt_bool_like<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D:
             v
         ))
     })
-}
-
-/// Ansible's boolean conversion.
-pub fn to_bool(v: &Value) -> Option<bool> {
-    match v {
-        Value::Bool(b) => Some(*b),
-        Value::Number(n) => Some(n.as_f64()? != 0.0),
-        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "yes" | "on" | "true" | "1" | "y" | "t" => Some(true),
-            "no" | "off" | "false" | "0" | "n" | "f" | "" => Some(false),
-            _ => None,
-        },
-        Value::Null => Some(false),
-        _ => None,
-    }
 }
 
 /// An optional integer given as a number or a numeric string.

@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
-use crate::connect::{shell_quote, ExecOutput};
+use crate::ansible::shell_quote;
+pub use crate::ansible::split_words;
+use crate::connect::ExecOutput;
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]
@@ -55,62 +57,6 @@ enum Flavour {
     Command,
     Shell,
     Raw,
-}
-
-/// Splits a command line into words the way Python's `shlex.split` does.
-pub fn split_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    cur.push(c);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => match chars.peek() {
-                            Some('"') | Some('\\') | Some('$') | Some('`') => {
-                                cur.push(chars.next().unwrap())
-                            }
-                            _ => cur.push('\\'),
-                        },
-                        _ => cur.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
 }
 
 /// Shell code that leaves `$?` at 0 when `pattern` matches an existing path on the host,
@@ -676,34 +622,19 @@ pub async fn run_batch(
         .collect())
 }
 
-/// The local time as Python's `str(datetime.now())` prints it (`2024-01-02 03:04:05.678901`).
+/// The time as Python's `str(datetime.now())` prints it (`2024-01-02 03:04:05.678901`),
+/// in UTC: kk does not read the host's time zone database for this field.
 fn chrono_now() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    // UTC: kk does not read the host's time zone database for this field.
-    let secs = now.as_secs() as i64;
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let now = time::OffsetDateTime::now_utc();
     format!(
         "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}",
-        y,
-        m,
-        d,
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        now.subsec_micros()
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.microsecond()
     )
 }
 
@@ -1033,15 +964,5 @@ mod tests {
             json!(["a", "b", "c", "", "d"])
         );
         assert_eq!(super::super::py_splitlines(""), json!([]));
-    }
-
-    #[test]
-    fn words() {
-        assert_eq!(
-            split_words(r#"echo "a b" 'c d' e\ f"#),
-            vec!["echo", "a b", "c d", "e f"]
-        );
-        assert_eq!(split_words("  ls   -l "), vec!["ls", "-l"]);
-        assert_eq!(split_words(r#"echo "x\"y""#), vec!["echo", "x\"y"]);
     }
 }

@@ -8,9 +8,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::command::split_words;
-use super::set_fact::is_identifier;
 use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use crate::ansible::{is_identifier, split_words};
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]

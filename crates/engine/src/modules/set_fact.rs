@@ -2,7 +2,8 @@
 
 use async_trait::async_trait;
 
-use super::{args::to_bool, Effect, Module, ModuleContext, ModuleResult, VarMap};
+use super::{Effect, Module, ModuleContext, ModuleResult, VarMap};
+use crate::ansible::{is_identifier, to_bool};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Sets host variables (layer 10 of design §3); `cacheable` is accepted and ignored.
@@ -37,11 +38,4 @@ impl Module for SetFact {
         }
         Ok(ModuleResult::ok().with_facts(raw, Effect::SetFacts))
     }
-}
-
-/// True for names a template can refer to.
-pub fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

@@ -294,7 +294,7 @@ impl Loader {
             max_fail_percentage,
             force_handlers: node
                 .get("force_handlers")
-                .and_then(|n| crate::modules::args::to_bool(&n.to_value()))
+                .and_then(|n| crate::ansible::to_bool(&n.to_value()))
                 .unwrap_or(false),
             attrs,
             dir: dir.to_path_buf(),
@@ -486,7 +486,7 @@ impl Loader {
             None => None,
             Some(n) => Some(
                 n.as_str()
-                    .filter(|s| crate::modules::set_fact::is_identifier(s))
+                    .filter(|s| crate::ansible::is_identifier(s))
                     .ok_or_else(|| n.expected("a variable name"))?
                     .to_string(),
             ),
@@ -1019,7 +1019,7 @@ fn parse_inherited(node: &Node) -> Result<Inherited> {
         Some(n) => {
             let m = n.to_map("vars")?;
             for k in m.keys() {
-                if !crate::modules::set_fact::is_identifier(k) {
+                if !crate::ansible::is_identifier(k) {
                     return Err(Error::syntax(format!("`{}` is not a valid variable name", k), &n.span)
                         .help("variable names are letters, digits and underscores, not starting with a digit"));
                 }

@@ -110,7 +110,7 @@ fn json_type(v: &Value) -> &'static str {
 /// from each value. A piece without `=` is an error (there is no free-form here).
 pub fn parse_kv(args: &str) -> std::result::Result<VarMap, String> {
     let mut out = Map::new();
-    for token in split_args(args)? {
+    for token in crate::ansible::split_args(args)? {
         let decoded = decode_escapes(&token);
         // The first `=` past position 0 that is not escaped.
         let chars: Vec<char> = decoded.chars().collect();
@@ -121,69 +121,6 @@ pub fn parse_kv(args: &str) -> std::result::Result<VarMap, String> {
         let key: String = chars[..pos].iter().collect::<String>().trim().to_string();
         let value: String = chars[pos + 1..].iter().collect();
         out.insert(key, Value::String(unquote(value.trim()).to_string()));
-    }
-    Ok(out)
-}
-
-/// Jinja block delimiters whose insides never split: `{{ }}`, `{% %}`, `{# #}`.
-const JINJA_BLOCKS: [(&str, &str); 3] = [("{{", "}}"), ("{%", "%}"), ("{#", "#}")];
-
-/// Ansible's `split_args`: whitespace separates, except inside quotes and Jinja blocks.
-fn split_args(args: &str) -> std::result::Result<Vec<String>, String> {
-    let text = args.trim();
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut depth = [0usize; 3];
-    let mut prev: Option<char> = None;
-    let mut iter = text.char_indices().peekable();
-    while let Some((i, c)) = iter.next() {
-        if (c == '"' || c == '\'') && prev != Some('\\') {
-            match quote {
-                Some(q) if q == c => quote = None,
-                None => quote = Some(c),
-                _ => {}
-            }
-        }
-        if quote.is_none() {
-            let rest = &text[i..];
-            let mut two = false;
-            for (k, (open, close)) in JINJA_BLOCKS.iter().enumerate() {
-                if rest.starts_with(open) {
-                    depth[k] += 1;
-                    two = true;
-                } else if rest.starts_with(close) && depth[k] > 0 {
-                    depth[k] -= 1;
-                    two = true;
-                }
-                if two {
-                    break;
-                }
-            }
-            if two {
-                cur.push(c);
-                if let Some((_, n)) = iter.next() {
-                    cur.push(n);
-                    prev = Some(n);
-                }
-                continue;
-            }
-            if c.is_whitespace() && depth.iter().all(|d| *d == 0) {
-                if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                }
-                prev = Some(c);
-                continue;
-            }
-        }
-        cur.push(c);
-        prev = Some(c);
-    }
-    if quote.is_some() || depth.iter().any(|d| *d != 0) {
-        return Err("unbalanced quotes or Jinja braces".to_string());
-    }
-    if !cur.is_empty() {
-        out.push(cur);
     }
     Ok(out)
 }
