@@ -565,6 +565,32 @@ fn strategy_free_runs_every_host() {
     }
 }
 
+/// Under `strategy: free` a host goes on without waiting for the others: h1's first task
+/// waits (up to 10 s) for h2's second task, which a linear executor runs only after every
+/// host finished the first — there h1 fails.
+#[test]
+fn strategy_free_does_not_wait_for_the_slowest_host() {
+    let p = project(
+        r#"
+- hosts: h1:h2
+  gather_facts: false
+  strategy: free
+  tasks:
+    - name: one
+      shell: |
+        [ {{ inventory_hostname }} = h1 ] || exit 0
+        for i in $(seq 100); do [ -e {{ playbook_dir }}/two-h2 ] && exit 0; sleep 0.1; done
+        exit 1
+    - name: two
+      command: touch {{ playbook_dir }}/two-{{ inventory_hostname }}
+"#,
+    );
+    let r = p.run_json(&[]);
+    r.code(0);
+    assert_eq!(r.status("one", "h1"), "changed", "{}", r.describe());
+    assert_eq!(r.status("two", "h1"), "changed", "{}", r.describe());
+}
+
 #[test]
 fn check_mode_changes_nothing() {
     let p = project(
