@@ -87,10 +87,20 @@ mod tests {
     }
 
     #[test]
-    fn quoting_keeps_assignments_and_lists_bare() {
-        // The shlex crate would write 'K=V', 'a,b' and '50%', and "it's".
-        for s in ["K=V", "root:root", "a,b", "50%"] {
-            assert_eq!(shell_quote(s), s);
+    fn quoting_differs_from_the_shlex_crate() {
+        for s in [
+            "K=V",
+            "root:root",
+            "a,b",
+            "/etc/hosts",
+            "a b",
+            "it's",
+            "50%",
+        ] {
+            let ours = shell_quote(s);
+            let theirs = shlex::try_quote(s).unwrap();
+            let same = ["root:root", "/etc/hosts", "a b"].contains(&s);
+            assert_eq!(ours == theirs, same, "{}: {} vs {}", s, ours, theirs);
         }
     }
 
@@ -105,10 +115,15 @@ mod tests {
     }
 
     #[test]
-    fn words_keep_what_the_shlex_crate_drops() {
-        // Python's shlex.split (Ansible) has no comments; the crate drops `#b c`.
+    fn words_differ_from_the_shlex_crate() {
+        // The same where both read the line alike.
+        let line = r#"echo "a b" 'c d' e\ f"#;
+        assert_eq!(Some(split_words(line)), shlex::split(line));
+        // Python's shlex.split (Ansible) has no comments; the crate drops them.
         assert_eq!(split_words("echo a #b c"), vec!["echo", "a", "#b", "c"]);
-        // An unclosed quote ends at the end of the line; the crate refuses the line.
+        assert_eq!(shlex::split("echo a #b c").unwrap(), vec!["echo", "a"]);
+        // An unclosed quote ends at the end of the line here; the crate refuses it.
         assert_eq!(split_words("echo 'a b"), vec!["echo", "a b"]);
+        assert_eq!(shlex::split("echo 'a b"), None);
     }
 }
