@@ -13,7 +13,6 @@ use serde_json::{Map, Value};
 
 use crate::template::{is_template, to_mj, Templar};
 
-pub mod facts;
 pub mod input;
 
 /// A map of variables.

@@ -1,7 +1,9 @@
 //! `setup` (and `gather_facts`): gathers facts in one remote command.
 //!
-//! The remote script and its parsing live in [`crate::vars::facts`]; this module only runs
-//! the script on the host and applies Ansible's `filter` argument.
+//! The remote script and its parsing live in [`facts`] (they serve only this module); this
+//! file only runs the script on the host and applies Ansible's `filter` argument.
+
+pub mod facts;
 
 use std::time::Duration;
 
@@ -12,7 +14,6 @@ use serde_json::Value;
 use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::ExecRequest;
 use crate::error::Result;
-use crate::vars::facts;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
