@@ -1,0 +1,277 @@
+//! Roles: finding a role's directory, its defaults and vars files, its task files, and
+//! a `roles:`/`import_role` entry with its dependencies, as Ansible resolves them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use std::collections::HashSet;
+
+use super::{canonical, cycle_error, parse_inherited, resolve_first, FileCtx, Loader};
+use crate::error::{Error, Result, Span};
+use crate::project::{Inherited, Role, RoleScope, Task, TaskKind, TaskOwn};
+use crate::vars::VarMap;
+use crate::yaml::{self, Node, Yaml};
+
+impl Loader {
+    /// Finds a role directory by name.
+    pub fn find_role(
+        &self,
+        name: &str,
+        from_dir: &Path,
+    ) -> std::result::Result<PathBuf, Vec<PathBuf>> {
+        let mut cands = Vec::new();
+        for base in &self.roles_path {
+            cands.push(base.join(name));
+        }
+        cands.push(from_dir.join("roles").join(name));
+        cands.push(self.playbook_dir.join("roles").join(name));
+        // KubeKey's layout keeps playbooks (and playbooks/hook/) next to roles/.
+        for up in self.playbook_dir.ancestors().skip(1).take(2) {
+            cands.push(up.join("roles").join(name));
+        }
+        cands.push(from_dir.join(name));
+        cands.dedup();
+        for c in &cands {
+            if c.is_dir() {
+                return Ok(c.clone());
+            }
+        }
+        Err(cands)
+    }
+
+    /// Loads a role's variable files (defaults or vars): `main.yaml|yml` and `main/*.yaml` sorted.
+    fn role_vars(dir: &Path, which: &str, from: &str) -> Result<VarMap> {
+        let base = dir.join(which);
+        let mut out = VarMap::new();
+        let mut files = Vec::new();
+        for ext in ["yaml", "yml", "json"] {
+            let f = base.join(format!("{}.{}", from, ext));
+            if f.is_file() {
+                files.push(f);
+                break;
+            }
+        }
+        let sub = base.join(from);
+        if sub.is_dir() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(&sub)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    matches!(
+                        p.extension().and_then(|e| e.to_str()),
+                        Some("yaml" | "yml" | "json")
+                    )
+                })
+                .collect();
+            entries.sort();
+            files.extend(entries);
+        }
+        for f in files {
+            let node = yaml::load_file(&f)?;
+            crate::vars::merge_maps(&mut out, &node.to_map(&format!("role {}", which))?);
+        }
+        Ok(out)
+    }
+
+    /// Loads a role and returns its scope and handlers (task lists are loaded by the caller).
+    pub fn load_role(
+        &self,
+        name: &str,
+        params: VarMap,
+        from_dir: &Path,
+        span: &Span,
+        defaults_from: &str,
+        vars_from: &str,
+    ) -> Result<RoleScope> {
+        let path = self.find_role(name, from_dir).map_err(|cands| {
+            Error::syntax(format!("role `{}` not found", name), span).note(format!(
+                "searched: {}",
+                cands
+                    .iter()
+                    .map(|c| c.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let role = Role {
+            name: name.to_string(),
+            defaults: Arc::new(Self::role_vars(&path, "defaults", defaults_from)?),
+            vars: Arc::new(Self::role_vars(&path, "vars", vars_from)?),
+            path,
+        };
+        Ok(RoleScope {
+            role: Arc::new(role),
+            params: Arc::new(params),
+        })
+    }
+
+    /// The task list of a role (`tasks/<from>.yaml`), empty when the role has none.
+    pub fn role_tasks(
+        &self,
+        scope: &RoleScope,
+        from: &str,
+        stack: &[PathBuf],
+        span: &Span,
+    ) -> Result<Vec<Task>> {
+        let dir = scope.role.path.join("tasks");
+        match resolve_first(&[
+            dir.join(format!("{}.yaml", from)),
+            dir.join(format!("{}.yml", from)),
+            dir.join(from),
+        ]) {
+            Some(p) => self.load_task_file(&p, Some(scope.clone()), stack, Some(span)),
+            None if from == "main" => Ok(Vec::new()),
+            None => Err(Error::syntax(
+                format!("role `{}` has no task file `{}`", scope.role.name, from),
+                span,
+            )),
+        }
+    }
+
+    pub(super) fn load_role_ref(
+        &self,
+        item: &Node,
+        ctx: &FileCtx,
+        out: &mut Vec<Task>,
+        handlers: &mut Vec<Task>,
+        seen: &mut HashSet<String>,
+    ) -> Result<()> {
+        let (name, params, attrs, tasks_from) = match &item.value {
+            Yaml::Str(s) => (
+                s.clone(),
+                VarMap::new(),
+                Inherited::default(),
+                "main".to_string(),
+            ),
+            Yaml::Map(_) => {
+                let name = item
+                    .get("role")
+                    .or_else(|| item.get("name"))
+                    .and_then(Node::as_str)
+                    .ok_or_else(|| item.expected("a role reference with `role:`"))?
+                    .to_string();
+                let attrs = parse_inherited(item)?;
+                let mut params = VarMap::new();
+                for (k, v) in item.entries() {
+                    if matches!(
+                        k.as_str(),
+                        "role"
+                            | "name"
+                            | "when"
+                            | "tags"
+                            | "vars"
+                            | "become"
+                            | "become_user"
+                            | "environment"
+                            | "ignore_errors"
+                            | "delegate_to"
+                            | "run_once"
+                            | "no_log"
+                            | "check_mode"
+                            | "any_errors_fatal"
+                            | "tasks_from"
+                            | "vars_from"
+                            | "defaults_from"
+                            | "handlers_from"
+                            | "allow_duplicates"
+                            | "public"
+                            | "apply"
+                            | "rolespec_validate"
+                    ) {
+                        continue;
+                    }
+                    params.insert(k.clone(), v.to_value());
+                }
+                // Role `vars:` behave as parameters.
+                for (k, v) in attrs.vars.iter() {
+                    params.insert(k.clone(), v.clone());
+                }
+                let tasks_from = item
+                    .get("tasks_from")
+                    .and_then(Node::as_str)
+                    .unwrap_or("main")
+                    .to_string();
+                let mut attrs = attrs;
+                attrs.vars = Arc::new(VarMap::new());
+                (name, params, attrs, tasks_from)
+            }
+            _ => return Err(item.expected("a role name or a mapping with `role:`")),
+        };
+        let scope = self.load_role(&name, params, &ctx.dir, &item.span, "main", "main")?;
+        let identity = format!(
+            "{}|{}",
+            scope.role.path.display(),
+            serde_json::Value::Object((*scope.params).clone())
+        );
+        if !seen.insert(identity) {
+            return Ok(()); // Ansible runs a role once per play for the same parameters.
+        }
+        let role_key = canonical(&scope.role.path);
+        if ctx.stack.contains(&role_key) {
+            return Err(cycle_error(&ctx.stack, &scope.role.path, Some(&item.span))
+                .help("role dependencies may not form a cycle"));
+        }
+        let mut stack = ctx.stack.clone();
+        stack.push(role_key);
+        let role_ctx = FileCtx {
+            dir: scope.role.path.clone(),
+            role: Some(scope.clone()),
+            stack: stack.clone(),
+        };
+        // meta/main dependencies run first.
+        let mut block = Vec::new();
+        if let Some(meta) = resolve_first(&[
+            scope.role.path.join("meta/main.yaml"),
+            scope.role.path.join("meta/main.yml"),
+        ]) {
+            let node = yaml::load_file(&meta)?;
+            if let Some(deps) = node.get("dependencies") {
+                match &deps.value {
+                    Yaml::Seq(items) => {
+                        for d in items {
+                            self.load_role_ref(d, &role_ctx, &mut block, handlers, seen)?;
+                        }
+                    }
+                    Yaml::Null => {}
+                    _ => return Err(deps.expected("a list of role dependencies")),
+                }
+            }
+        }
+        block.extend(self.role_tasks(&scope, &tasks_from, &stack, &item.span)?);
+        // Role handlers join the play's, each wrapped so it runs with the role's variables.
+        let hdir = scope.role.path.join("handlers");
+        if let Some(h) = resolve_first(&[hdir.join("main.yaml"), hdir.join("main.yml")]) {
+            for t in self.load_task_file(&h, Some(scope.clone()), &stack, Some(&item.span))? {
+                handlers.push(Task {
+                    name: t.name.clone(),
+                    own: TaskOwn {
+                        listen: t.own.listen.clone(),
+                        ..Default::default()
+                    },
+                    span: t.span.clone(),
+                    dir: t.dir.clone(),
+                    attrs: Inherited::default(),
+                    kind: TaskKind::Block {
+                        block: vec![t],
+                        rescue: Vec::new(),
+                        always: Vec::new(),
+                        role: Some(scope.clone()),
+                    },
+                });
+            }
+        }
+        out.push(Task {
+            name: None,
+            kind: TaskKind::Block {
+                block,
+                rescue: Vec::new(),
+                always: Vec::new(),
+                role: Some(scope.clone()),
+            },
+            attrs,
+            own: TaskOwn::default(),
+            span: item.span.clone(),
+            dir: scope.role.path.clone(),
+        });
+        Ok(())
+    }
+}
