@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use pkcs8::der::{Decode, Encode};
+use pkcs8::ObjectIdentifier;
 use rcgen::KeyPair;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::prelude::FromDer;
@@ -41,35 +43,31 @@ pub(super) fn parse_cert(der: &[u8]) -> std::result::Result<X509Certificate<'_>,
         .map_err(|e| format!("not a valid X.509 certificate: {}", e))
 }
 
-/// Minimal DER: a tag and its contents.
-fn der_tlv(tag: u8, content: &[u8]) -> Vec<u8> {
-    let mut out = vec![tag];
-    let n = content.len();
-    if n < 0x80 {
-        out.push(n as u8);
-    } else {
-        let bytes: Vec<u8> = n
-            .to_be_bytes()
-            .into_iter()
-            .skip_while(|b| *b == 0)
-            .collect();
-        out.push(0x80 | bytes.len() as u8);
-        out.extend(bytes);
-    }
-    out.extend_from_slice(content);
-    out
-}
+/// id-ecPublicKey, the PKCS#8 algorithm of every EC key.
+const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
 
-/// Wraps a SEC1 EC key (`EC PRIVATE KEY`, what openssl writes) in PKCS#8 for one curve.
-fn sec1_to_pkcs8(sec1: &[u8], curve_oid: &[u8]) -> Vec<u8> {
-    // id-ecPublicKey 1.2.840.10045.2.1
-    const EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
-    let mut alg = der_tlv(0x06, EC_PUBLIC_KEY);
-    alg.extend(der_tlv(0x06, curve_oid));
-    let mut body = der_tlv(0x02, &[0]);
-    body.extend(der_tlv(0x30, &alg));
-    body.extend(der_tlv(0x04, sec1));
-    der_tlv(0x30, &body)
+/// The curves whose SEC1 keys are read: prime256v1 (P-256) and secp384r1 (P-384).
+const EC_CURVES: [ObjectIdentifier; 2] = [
+    ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7"),
+    ObjectIdentifier::new_unwrap("1.3.132.0.34"),
+];
+
+/// Loads a SEC1 EC key (`EC PRIVATE KEY`, what openssl writes), wrapped in PKCS#8 for the
+/// curve it names, or for each supported curve when it names none.
+fn load_sec1(der: &[u8]) -> Option<KeyPair> {
+    let key = sec1::EcPrivateKey::from_der(der).ok()?;
+    let curves = match key.parameters.and_then(|p| p.named_curve()) {
+        Some(curve) => vec![curve],
+        None => EC_CURVES.to_vec(),
+    };
+    curves.iter().find_map(|curve| {
+        let algorithm = pkcs8::AlgorithmIdentifierRef {
+            oid: EC_PUBLIC_KEY,
+            parameters: Some(curve.into()),
+        };
+        let p8 = pkcs8::PrivateKeyInfo::new(algorithm, der).to_der().ok()?;
+        KeyPair::try_from(p8.as_slice()).ok()
+    })
 }
 
 /// Loads a private key in PKCS#8, PKCS#1 (RSA) or SEC1 (EC) PEM.
@@ -97,17 +95,9 @@ pub(super) fn load_key(data: &[u8]) -> std::result::Result<KeyPair, String> {
             KeyPair::try_from(p8.as_bytes())
                 .map_err(|e| format!("unsupported RSA private key: {}", e))
         }
-        "EC PRIVATE KEY" => {
-            // prime256v1 and secp384r1
-            const P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
-            const P384: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x22];
-            for oid in [P256, P384] {
-                if let Ok(k) = KeyPair::try_from(sec1_to_pkcs8(&der, oid).as_slice()) {
-                    return Ok(k);
-                }
-            }
-            Err("unsupported or damaged EC private key (P-256 and P-384 are supported)".into())
-        }
+        "EC PRIVATE KEY" => load_sec1(&der).ok_or_else(|| {
+            "unsupported or damaged EC private key (P-256 and P-384 are supported)".into()
+        }),
         _ => Err("encrypted private keys are not supported; decrypt it first (openssl pkey -in KEY -out KEY.plain)".into()),
     }
 }

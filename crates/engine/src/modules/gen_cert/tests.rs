@@ -504,7 +504,8 @@ async fn ca_errors_are_clear() {
     assert!(run(&c, b).await.is_err());
 }
 
-/// CA files made by openssl itself (PKCS#1 RSA and SEC1 EC keys) sign our certificates.
+/// CA files made by openssl itself (PKCS#1 RSA and SEC1 P-384/P-256 keys) sign our
+/// certificates.
 #[tokio::test]
 async fn openssl_made_ca_is_usable() {
     let d = tempfile::tempdir().unwrap();
@@ -514,6 +515,17 @@ async fn openssl_made_ca_is_usable() {
         (
             "ec",
             vec!["ecparam", "-name", "secp384r1", "-genkey", "-noout", "-out"],
+        ),
+        (
+            "ec256",
+            vec![
+                "ecparam",
+                "-name",
+                "prime256v1",
+                "-genkey",
+                "-noout",
+                "-out",
+            ],
         ),
         ("rsa", vec!["genrsa", "-traditional", "-out"]),
     ] {
