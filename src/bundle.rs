@@ -91,26 +91,31 @@ pub fn extract(workdir: &Path) -> Result<PathBuf, Error> {
         .help("check that --workdir points at a writable directory")
     };
     // Written into a private directory first, then renamed, so a concurrent or interrupted
-    // run never sees half a bundle.
-    let tmp = workdir
-        .join("bundle")
-        .join(format!(".{}-{}", digest, std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
+    // run never sees half a bundle; the directory is removed unless the rename took it.
+    let parent = workdir.join("bundle");
+    std::fs::create_dir_all(&parent).map_err(|e| io_error(&parent, e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}-", digest))
+        // As `create_dir_all` makes it (0777 less the umask), not tempfile's private 0700.
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .tempdir_in(&parent)
+        .map_err(|e| io_error(&parent, e))?;
     for (path, contents) in &files {
-        let dst = tmp.join(path);
+        let dst = tmp.path().join(path);
         if let Some(parent) = dst.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
         }
         std::fs::write(&dst, contents).map_err(|e| io_error(&dst, e))?;
     }
-    std::fs::write(tmp.join(".complete"), b"").map_err(|e| io_error(&tmp, e))?;
-    match std::fs::rename(&tmp, &root) {
-        Ok(()) => Ok(root),
-        // Another run finished the same bundle first: use it.
-        Err(_) if root.join(".complete").is_file() => {
-            let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::write(tmp.path().join(".complete"), b"").map_err(|e| io_error(tmp.path(), e))?;
+    match std::fs::rename(tmp.path(), &root) {
+        Ok(()) => {
+            // Renamed away: nothing is left to clean up.
+            let _ = tmp.keep();
             Ok(root)
         }
+        // Another run finished the same bundle first: use it.
+        Err(_) if root.join(".complete").is_file() => Ok(root),
         Err(e) => Err(io_error(&root, e)),
     }
 }

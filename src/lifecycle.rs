@@ -68,12 +68,11 @@ impl Edit {
         let io = |e: std::io::Error| {
             Error::new(ErrorKind::Io, format!("cannot write {}: {}", origin, e))
         };
-        let tmp = self.path.with_extension("kk-override.tmp");
-        std::fs::write(&tmp, new).map_err(io)?;
-        if let Ok(meta) = std::fs::metadata(&self.path) {
-            let _ = std::fs::set_permissions(&tmp, meta.permissions());
-        }
-        std::fs::rename(&tmp, &self.path).map_err(io)?;
+        // The file keeps its mode (an inventory may hold passwords).
+        let mode = std::fs::metadata(&self.path)
+            .ok()
+            .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777);
+        kk_engine::files::write_atomic(&self.path, new.as_bytes(), mode, false).map_err(io)?;
         let what: Vec<String> = self
             .changes
             .iter()

@@ -7,6 +7,7 @@ pub mod ansible;
 pub mod connect;
 pub mod error;
 pub mod exec;
+pub mod files;
 pub mod inventory;
 pub mod modules;
 pub mod project;

@@ -182,23 +182,13 @@ impl Module for Fetch {
                 )
             })?;
         }
-        // Write beside the target and rename, so readers never see half a file.
-        let tmp = target.with_file_name(format!(
-            ".{}.kk_tmp",
-            target
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        ));
-        std::fs::write(&tmp, &data)
-            .and_then(|_| std::fs::rename(&tmp, &target))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                Error::new(
-                    ErrorKind::Io,
-                    format!("fetch: cannot write {}: {}", target_s, e),
-                )
-            })?;
+        // Readers never see half a file.
+        crate::files::write_atomic(&target, &data, None, false).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("fetch: cannot write {}: {}", target_s, e),
+            )
+        })?;
         res.data.insert("checksum".into(), got.into());
         res.data.insert("md5sum".into(), md5_hex(&data).into());
         Ok(res)

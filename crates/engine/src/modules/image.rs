@@ -390,15 +390,14 @@ fn read_index(dir: &Path) -> Result<Value> {
     }
 }
 
+/// Writes a file of an OCI layout whole, creating its directory: a reader of the layout
+/// never sees half a blob or index.
 fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     if let Some(p) = path.parent() {
         std::fs::create_dir_all(p)?;
     }
-    let tmp = path.with_extension(format!("kk-tmp-{}", std::process::id()));
-    std::fs::write(&tmp, data)
-        .map_err(|e| err(format!("cannot write {}: {}", tmp.display(), e)))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| err(format!("cannot rename into {}: {}", path.display(), e)))
+    crate::files::write_atomic(path, data, None, false)
+        .map_err(|e| err(format!("cannot write {}: {}", path.display(), e)))
 }
 
 fn platform_of(entry: &Value) -> String {

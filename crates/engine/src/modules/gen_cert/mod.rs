@@ -22,7 +22,7 @@
 //!
 //! The parts: `request` (the arguments, checked, as what to make), `keys` (PEM files, private
 //! keys, the CA), `renewal` (whether the files already there are kept), `generate` (the new
-//! key and certificate), `write` (atomic files); this file runs the policy over them.
+//! key and certificate); this file runs the policy over them and writes the files.
 
 mod generate;
 mod keys;
@@ -30,7 +30,6 @@ mod renewal;
 mod request;
 #[cfg(test)]
 mod tests;
-mod write;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -44,7 +43,6 @@ use generate::generate;
 use keys::{load_ca, parse_cert};
 use renewal::{check_existing, rfc3339, CertInfo, Existing};
 use request::{margs, GenCertArgs, Policy, Request, San, VALID};
-use write::write_atomic;
 
 /// An existing certificate this close to expiry is renewed under `if_not_present`.
 pub const RENEW_BEFORE_DAYS: i64 = 30;
@@ -131,6 +129,22 @@ impl Module for GenCert {
             )
         })?
     }
+}
+
+/// Writes `data` to `path` whole (temp file + rename, flushed to disk first), with `mode`
+/// from the start (a key is never readable by others, not even briefly); creates the
+/// directory.
+fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+    let fail = |what: &str, e: std::io::Error| {
+        Error::new(
+            ErrorKind::Io,
+            format!("gen_cert: cannot {} {}: {}", what, path.display(), e),
+        )
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| fail("create the directory of", e))?;
+    }
+    crate::files::write_atomic(path, data, Some(mode), true).map_err(|e| fail("write", e))
 }
 
 fn run_blocking(
