@@ -171,30 +171,18 @@ impl Output {
     }
 }
 
+/// The run's directory name: its UTC start time and the process id
+/// (`20240102-030405-1234`), so runs sort by time and never collide.
 fn run_id() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs();
-    let (days, rem) = (secs / 86400, secs % 86400);
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let z = days as i64 + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let t = time::OffsetDateTime::now_utc();
     format!(
         "{:04}{:02}{:02}-{:02}{:02}{:02}-{}",
-        y,
-        m,
-        d,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
         std::process::id()
     )
 }
@@ -420,6 +408,25 @@ impl Reporter for Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_ids_are_the_utc_start_time_and_the_pid() {
+        let before = time::OffsetDateTime::now_utc().date();
+        let id = run_id();
+        let (date, rest) = id.split_once('-').unwrap();
+        let (clock, pid) = rest.split_once('-').unwrap();
+        assert_eq!(date.len(), 8, "{}", id);
+        assert!(
+            clock.len() == 6 && clock.bytes().all(|b| b.is_ascii_digit()),
+            "{}",
+            id
+        );
+        assert_eq!(pid, std::process::id().to_string());
+        let today =
+            |d: time::Date| format!("{:04}{:02}{:02}", d.year(), u8::from(d.month()), d.day());
+        let after = time::OffsetDateTime::now_utc().date();
+        assert!(date == today(before) || date == today(after), "{}", id);
+    }
 
     #[test]
     fn failure_shows_everything() {
