@@ -222,33 +222,21 @@ pub fn read_file(path: &Path) -> Result<String> {
     })
 }
 
-/// The closest candidate to a misspelt name, for "did you mean" hints.
+/// The closest candidate to a misspelt name, for "did you mean" hints: the first with the
+/// smallest edit distance (Levenshtein, in characters), if that is at most 2 or a third of
+/// the name.
 pub fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let mut best: Option<(&str, usize)> = None;
     for c in candidates {
-        let d = edit_distance(name, c);
+        let d = strsim::levenshtein(name, c);
         if d <= 2.max(name.len() / 3) && best.is_none_or(|(_, bd)| d < bd) {
             best = Some((c, d));
         }
     }
     best.map(|(c, _)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = if ca == *cb { 0 } else { 1 };
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
