@@ -1,0 +1,222 @@
+//! What is derived from the definitions: group members (children resolved), `all` and
+//! `ungrouped`, each host's group names and merged variables, and the cycle check.
+//!
+//! Computed once after loading and after every runtime change, so lookups during a run
+//! are cheap and never fail.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use indexmap::{IndexMap, IndexSet};
+use serde_json::Value;
+
+use crate::error::{Error, ErrorKind, Result, Span};
+use crate::vars::{merge_maps, VarMap};
+
+use super::{Inventory, ALL, UNGROUPED};
+
+impl Inventory {
+    /// Recomputes members, group names and merged variables from the definitions.
+    pub(super) fn rebuild(&mut self) -> Result<()> {
+        self.check_cycles()?;
+
+        // Members: own hosts, then each child's members, de-duplicated.
+        let mut resolved: HashMap<String, Vec<String>> = HashMap::new();
+        let names: Vec<String> = self.groups.keys().cloned().collect();
+        for g in &names {
+            self.resolve_members(g, &mut resolved);
+        }
+
+        let all: Vec<String> = self.hosts.keys().cloned().collect();
+        let mut grouped: HashSet<&str> = HashSet::new();
+        for (g, hosts) in &resolved {
+            if g != UNGROUPED {
+                grouped.extend(hosts.iter().map(String::as_str));
+            }
+        }
+        let ungrouped: Vec<String> = all
+            .iter()
+            .filter(|h| !grouped.contains(h.as_str()))
+            .cloned()
+            .collect();
+        let mut members = IndexMap::new();
+        members.insert(ALL.to_string(), all.clone());
+        members.insert(UNGROUPED.to_string(), ungrouped);
+        for g in &names {
+            if g != UNGROUPED {
+                members.insert(g.clone(), resolved.remove(g).unwrap_or_default());
+            }
+        }
+
+        // Group names per host, sorted.
+        let mut group_names: HashMap<String, Vec<String>> = HashMap::new();
+        for (g, hosts) in &members {
+            if g == ALL || g == UNGROUPED {
+                continue;
+            }
+            for h in hosts {
+                group_names.entry(h.clone()).or_default().push(g.clone());
+            }
+        }
+        for v in group_names.values_mut() {
+            v.sort();
+        }
+
+        // Variable precedence: all, then groups by depth (parents first), then file order, then the host.
+        let depth = self.depths();
+        let mut order: Vec<(usize, usize, &String)> = self
+            .groups
+            .keys()
+            .enumerate()
+            .map(|(i, g)| (depth.get(g).copied().unwrap_or(1), i, g))
+            .collect();
+        order.sort();
+        let direct_ungrouped: HashSet<&String> = self
+            .groups
+            .get(UNGROUPED)
+            .map(|g| g.hosts.iter().collect())
+            .unwrap_or_default();
+        let member_sets: HashMap<&String, HashSet<&String>> = order
+            .iter()
+            .map(|(_, _, g)| {
+                let set: HashSet<&String> = if *g == UNGROUPED {
+                    direct_ungrouped.clone()
+                } else {
+                    members
+                        .get(*g)
+                        .map(|m| m.iter().collect())
+                        .unwrap_or_default()
+                };
+                (*g, set)
+            })
+            .collect();
+        let mut merged = HashMap::new();
+        for (h, def) in &self.hosts {
+            let mut vars = self.all_vars.clone();
+            for (_, _, g) in &order {
+                if member_sets[g].contains(h) {
+                    merge_maps(&mut vars, &self.groups[*g].vars);
+                }
+            }
+            merge_maps(&mut vars, &def.vars);
+            if h == "localhost" && !says_connection(&vars) {
+                vars.insert("ansible_connection".to_string(), Value::from("local"));
+            }
+            merged.insert(h.clone(), Arc::new(vars));
+        }
+        if !self.hosts.contains_key("localhost") {
+            // Ansible's implicit localhost: the `all` variables, and a local connection.
+            let mut vars = self.all_vars.clone();
+            vars.insert("ansible_connection".to_string(), Value::from("local"));
+            merged.insert("localhost".to_string(), Arc::new(vars));
+        }
+
+        self.members = members;
+        self.group_names = group_names;
+        self.merged = merged;
+        Ok(())
+    }
+
+    fn resolve_members(&self, g: &str, resolved: &mut HashMap<String, Vec<String>>) -> Vec<String> {
+        if let Some(m) = resolved.get(g) {
+            return m.clone();
+        }
+        let Some(def) = self.groups.get(g) else {
+            return Vec::new();
+        };
+        let mut out: IndexSet<String> = def.hosts.iter().cloned().collect();
+        for (c, _) in &def.children {
+            out.extend(self.resolve_members(c, resolved));
+        }
+        let out: Vec<String> = out.into_iter().collect();
+        resolved.insert(g.to_string(), out.clone());
+        out
+    }
+
+    /// Finds a cycle among child groups and reports it as `a -> b -> a`.
+    fn check_cycles(&self) -> Result<()> {
+        // 0 = unvisited, 1 = on the current path, 2 = done.
+        let mut state: HashMap<&str, u8> = HashMap::new();
+        let mut path: Vec<&str> = Vec::new();
+        for g in self.groups.keys() {
+            self.visit(g, None, &mut state, &mut path)?;
+        }
+        Ok(())
+    }
+
+    fn visit<'a>(
+        &'a self,
+        g: &'a str,
+        via: Option<&'a Span>,
+        state: &mut HashMap<&'a str, u8>,
+        path: &mut Vec<&'a str>,
+    ) -> Result<()> {
+        match state.get(g) {
+            Some(2) => return Ok(()),
+            Some(1) => {
+                let start = path.iter().position(|p| *p == g).unwrap_or(0);
+                let mut chain: Vec<&str> = path[start..].to_vec();
+                chain.push(g);
+                let e = Error::new(ErrorKind::Syntax, format!("child groups form a cycle: {}", chain.join(" -> ")))
+                    .help("a group cannot contain itself, directly or through its children; remove one of these links");
+                return Err(e.at_opt(via));
+            }
+            _ => {}
+        }
+        state.insert(g, 1);
+        path.push(g);
+        if let Some(def) = self.groups.get(g) {
+            for (c, span) in &def.children {
+                self.visit(c, span.as_ref(), state, path)?;
+            }
+        }
+        path.pop();
+        state.insert(g, 2);
+        Ok(())
+    }
+
+    /// Depth of every group below `all`: 1 for top-level groups, else one more than its deepest parent.
+    fn depths(&self) -> HashMap<String, usize> {
+        let mut parents: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (g, def) in &self.groups {
+            for (c, _) in &def.children {
+                parents.entry(c.as_str()).or_default().push(g.as_str());
+            }
+        }
+        fn depth_of<'a>(
+            g: &'a str,
+            parents: &HashMap<&'a str, Vec<&'a str>>,
+            memo: &mut HashMap<String, usize>,
+        ) -> usize {
+            if let Some(d) = memo.get(g) {
+                return *d;
+            }
+            let d = parents
+                .get(g)
+                .map(|ps| {
+                    ps.iter()
+                        .map(|p| depth_of(p, parents, memo))
+                        .max()
+                        .unwrap_or(0)
+                })
+                .unwrap_or(0)
+                + 1;
+            memo.insert(g.to_string(), d);
+            d
+        }
+        let mut memo = HashMap::new();
+        for g in self.groups.keys() {
+            depth_of(g, &parents, &mut memo);
+        }
+        memo
+    }
+}
+
+/// True when variables already say how to connect (Ansible's or KubeKey's way).
+fn says_connection(vars: &VarMap) -> bool {
+    vars.contains_key("ansible_connection")
+        || vars
+            .get("connector")
+            .and_then(|c| c.get("type"))
+            .is_some_and(|t| !t.is_null() && t.as_str() != Some(""))
+}

@@ -1,0 +1,107 @@
+//! Reading inventory YAML: unknown-key checks with suggestions, key spans, variable
+//! mappings and name lists, shared by the KubeKey and Ansible loaders so both report bad
+//! input the same way.
+
+use serde_json::Value;
+
+use crate::error::{did_you_mean, Error, Result, Span};
+use crate::vars::VarMap;
+use crate::yaml::{Node, Yaml};
+
+/// Errors on keys of a mapping that are not in `valid`, with a suggestion.
+pub(super) fn check_keys(node: &Node, valid: &[&str], what: &str) -> Result<()> {
+    for (k, v) in node.entries() {
+        if !valid.contains(&k.as_str()) {
+            let key_span = key_span(node, k, v);
+            let mut e = Error::syntax(format!("unknown key `{}` in {}", k, what), &key_span);
+            e = match did_you_mean(k, valid.iter().copied()) {
+                Some(s) => e.help(format!(
+                    "did you mean `{}`? valid keys: {}",
+                    s,
+                    valid.join(", ")
+                )),
+                None => e.help(format!("valid keys: {}", valid.join(", "))),
+            };
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Where a mapping key is written. The YAML tree keeps only values' positions, and a
+/// null value's position is wherever the parser noticed it (often the next line), so
+/// look for `key:` between the mapping's start and the value, nearest first; fall back
+/// to the value's position.
+pub(super) fn key_span(map: &Node, key: &str, value: &Node) -> Span {
+    let file = &value.span.file;
+    let lines: Vec<&str> = file.text.lines().collect();
+    let first = map.span.line.max(1);
+    let last = value.span.line.max(first);
+    let candidates = [
+        format!("{}:", key),
+        format!("\"{}\":", key),
+        format!("'{}':", key),
+    ];
+    for ln in (first..=last).rev() {
+        let Some(line) = lines.get(ln - 1) else {
+            continue;
+        };
+        for cand in &candidates {
+            let mut from = 0;
+            while let Some(off) = line[from..].find(cand.as_str()) {
+                let at = from + off;
+                from = at + cand.len();
+                let before_ok = line[..at]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| c.is_whitespace() || c == '{' || c == ',');
+                let col = line[..at].chars().count() + 1;
+                let before_value = ln != value.span.line || col < value.span.col;
+                if before_ok && before_value {
+                    return Span {
+                        file: file.clone(),
+                        line: ln,
+                        col,
+                    };
+                }
+            }
+        }
+    }
+    value.span.clone()
+}
+
+/// A variables mapping (`null` = none), or an error naming what it belongs to.
+pub(super) fn vars_map(node: &Node, what: &str) -> Result<VarMap> {
+    match node.to_value() {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(VarMap::new()),
+        _ => Err(node.expected(&format!("a mapping of variables for {}", what))),
+    }
+}
+
+pub(super) fn scalar_name(node: &Node) -> Option<String> {
+    match &node.value {
+        Yaml::Str(s) => Some(s.clone()),
+        Yaml::Int(i) => Some(i.to_string()),
+        _ => None,
+    }
+}
+
+/// A list of names (KubeKey's `hosts: [a, b]`, `groups: [x]`); one bare name is accepted too.
+pub(super) fn name_list(node: &Node, what: &str) -> Result<Vec<(String, Span)>> {
+    match &node.value {
+        Yaml::Null => Ok(Vec::new()),
+        Yaml::Seq(items) => items
+            .iter()
+            .map(|i| {
+                scalar_name(i)
+                    .map(|s| (s, i.span.clone()))
+                    .ok_or_else(|| i.expected(&format!("a name in {}", what)))
+            })
+            .collect(),
+        _ => match scalar_name(node) {
+            Some(s) => Ok(vec![(s, node.span.clone())]),
+            None => Err(node.expected(&format!("a list of names for {}", what))),
+        },
+    }
+}

@@ -1,0 +1,344 @@
+//! Loading both inventory forms from fixtures and text, derived data, runtime changes, and
+//! the errors bad inventories give.
+
+use super::ranges::expand_ranges;
+
+use super::*;
+use serde_json::json;
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/inventory")
+        .join(name)
+}
+
+fn load(name: &str) -> Inventory {
+    match Inventory::load(&fixture(name)) {
+        Ok(i) => i,
+        Err(e) => panic!("{}", e.render()),
+    }
+}
+
+fn load_err(name: &str) -> Error {
+    Inventory::load(&fixture(name)).expect_err("expected an error")
+}
+
+fn parse(text: &str) -> Result<Inventory> {
+    Inventory::from_node(&crate::yaml::parse_str("inv.yaml", text)?)
+}
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn kubekey_groups_in_file_order() {
+    let inv = load("kubekey.yaml");
+    assert_eq!(inv.host_names(), ["node1", "node2", "node3", "localhost"]);
+    let g = inv.groups();
+    assert_eq!(
+        g.keys().collect::<Vec<_>>(),
+        [
+            "all",
+            "ungrouped",
+            "k8s_cluster",
+            "kube_control_plane",
+            "kube_worker",
+            "etcd",
+            "image_registry",
+            "nfs"
+        ]
+    );
+    // Own hosts, then children in the order listed (not KubeKey's later-child-first).
+    assert_eq!(g["k8s_cluster"], ["node1", "node2"]);
+    assert_eq!(g["image_registry"], ["node3", "localhost"]);
+    assert!(g["ungrouped"].is_empty());
+    assert!(g["nfs"].is_empty());
+    assert_eq!(
+        inv.group_names("node1"),
+        ["etcd", "k8s_cluster", "kube_control_plane", "kube_worker"]
+    );
+    assert_eq!(inv.group_names("node3"), ["image_registry"]);
+    assert!(inv.group_names("nosuch").is_empty());
+}
+
+#[test]
+fn kubekey_vars_precedence() {
+    let inv = load("kubekey.yaml");
+    let v = inv.host_vars("node1");
+    // spec.vars < k8s_cluster (depth 1) < kube_control_plane < kube_worker (depth 2, file order) < host.
+    assert_eq!(v["role"], json!("worker"));
+    assert_eq!(
+        v["kubernetes"],
+        json!({"kube_version": "v1.30.0", "cluster_name": "demo", "kubelet": {"max_pods": 200, "pod_pids_limit": 10000}})
+    );
+    assert_eq!(v["connector"]["password"], json!("secret"));
+    assert_eq!(v["ntp_servers"], json!(["cn.pool.ntp.org"]));
+    assert_eq!(inv.host_vars("node3")["role"], json!("none"));
+    assert!(!inv.host_vars("node1").contains_key("ansible_connection"));
+    // localhost named by a group: a host now, local connection by default.
+    let lh = inv.host_vars("localhost");
+    assert_eq!(lh["ansible_connection"], json!("local"));
+    assert_eq!(lh["role"], json!("none"));
+    assert!(inv.host_vars("nosuch").is_empty());
+    assert!(Arc::ptr_eq(
+        &inv.host_vars_arc("node1"),
+        &inv.host_vars_arc("node1")
+    ));
+}
+
+#[test]
+fn ansible_form() {
+    let inv = load("ansible.yaml");
+    assert_eq!(
+        inv.host_names(),
+        [
+            "bastion",
+            "web01.example.com",
+            "web02.example.com",
+            "web03.example.com",
+            "db1",
+            "db2",
+            "db-a",
+            "db-b",
+            "extra1"
+        ]
+    );
+    let g = inv.groups();
+    assert_eq!(
+        g.keys().collect::<Vec<_>>(),
+        [
+            "all",
+            "ungrouped",
+            "web",
+            "db",
+            "db_primary",
+            "db_replica",
+            "prod",
+            "staging"
+        ]
+    );
+    assert_eq!(g["db"], ["db1", "db2", "db-a", "db-b"]);
+    assert_eq!(g["ungrouped"], ["bastion"]);
+    assert_eq!(g["staging"], ["web03.example.com", "extra1"]);
+    assert_eq!(inv.group_names("db1"), ["db", "db_primary", "prod"]);
+
+    let db1 = inv.host_vars("db1");
+    assert_eq!(db1["tier"], json!("db-primary")); // db < prod (depth 1) < db_primary (depth 2)
+    assert_eq!(db1["ansible_port"], json!(2222));
+    assert_eq!(db1["ansible_host"], json!("10.0.1.1"));
+    assert_eq!(db1["ansible_user"], json!("admin"));
+    let web01 = inv.host_vars("web01.example.com");
+    assert_eq!(web01["tier"], json!("prod"));
+    assert_eq!(web01["pinned"], json!(true));
+    assert_eq!(
+        web01["dns"],
+        json!({"servers": ["1.1.1.1"], "search": ["web.lan"]})
+    );
+    assert_eq!(inv.host_vars("web02.example.com")["http_port"], json!(8080));
+    assert_eq!(inv.host_vars("web03.example.com")["tier"], json!("web"));
+    assert_eq!(inv.host_vars("bastion").get("tier"), None);
+    let span = |h: &str| inv.host_span(h).map(|s| (s.line, s.col));
+    assert_eq!(span("bastion"), Some((6, 5)));
+    assert_eq!(span("db2"), Some((28, 13)));
+    assert_eq!(span("web02.example.com"), Some((8, 5)));
+}
+
+#[test]
+fn implicit_localhost() {
+    let inv = load("ansible.yaml");
+    assert!(!inv.host_names().contains(&"localhost".to_string()));
+    assert!(!inv.groups()["all"].contains(&"localhost".to_string()));
+    assert_eq!(inv.select("localhost").unwrap(), ["localhost"]);
+    assert_eq!(inv.select("all").unwrap().len(), 9);
+    let lh = inv.host_vars("localhost");
+    assert_eq!(lh["ansible_connection"], json!("local"));
+    assert_eq!(lh["ansible_user"], json!("admin"));
+    assert!(inv.has_host("localhost"));
+    assert!(inv.group_names("localhost").is_empty());
+
+    let e = Inventory::empty();
+    assert!(e.host_names().is_empty());
+    assert_eq!(e.groups().keys().collect::<Vec<_>>(), ["all", "ungrouped"]);
+    assert_eq!(e.select("localhost").unwrap(), ["localhost"]);
+    assert_eq!(
+        e.host_vars("localhost")["ansible_connection"],
+        json!("local")
+    );
+    assert!(e.select("all").unwrap().is_empty());
+}
+
+#[test]
+fn listed_localhost_keeps_its_connection() {
+    let inv = parse("all:\n  hosts:\n    localhost: {ansible_connection: ssh}\n").unwrap();
+    assert_eq!(inv.host_names(), ["localhost"]);
+    assert_eq!(
+        inv.host_vars("localhost")["ansible_connection"],
+        json!("ssh")
+    );
+    let inv = parse("kind: Inventory\nspec:\n  hosts:\n    localhost: {connector: {type: ssh}}\n")
+        .unwrap();
+    assert!(!inv
+        .host_vars("localhost")
+        .contains_key("ansible_connection"));
+}
+
+#[test]
+fn select_on_inventory() {
+    let inv = load("ansible.yaml");
+    assert_eq!(inv.select("web:&prod").unwrap(), ["web01.example.com"]);
+    assert_eq!(inv.select("db[0]").unwrap(), ["db1"]);
+    assert_eq!(inv.select("db[1:2]").unwrap(), ["db2", "db-a"]);
+    assert_eq!(
+        inv.select("staging:db_primary").unwrap(),
+        ["web03.example.com", "db1", "extra1"]
+    );
+    assert_eq!(
+        inv.select("*.example.com:!web02*").unwrap(),
+        ["web01.example.com", "web03.example.com"]
+    );
+    assert_eq!(inv.select("db_*").unwrap(), ["db1", "db2", "db-a", "db-b"]);
+    assert!(inv.select("nosuch").unwrap().is_empty());
+    assert!(inv.select("web[1:x]").is_err());
+}
+
+#[test]
+fn runtime_changes() {
+    let mut inv = load("ansible.yaml");
+    let mut vars = VarMap::new();
+    vars.insert("ansible_host".into(), json!("10.0.9.9"));
+    inv.add_host("new1", &strs(&["web", "fresh"]), vars)
+        .unwrap();
+    assert_eq!(inv.host_names().last().unwrap(), "new1");
+    assert_eq!(inv.groups()["fresh"], ["new1"]);
+    assert_eq!(inv.groups()["web"].last().unwrap(), "new1");
+    assert_eq!(inv.host_vars("new1")["tier"], json!("web"));
+    assert_eq!(inv.host_vars("new1")["ansible_host"], json!("10.0.9.9"));
+    assert_eq!(inv.group_names("new1"), ["fresh", "web"]);
+    // Updating an existing host merges its variables.
+    let mut more = VarMap::new();
+    more.insert("extra".into(), json!(1));
+    inv.add_host("new1", &[], more).unwrap();
+    assert_eq!(inv.host_vars("new1")["ansible_host"], json!("10.0.9.9"));
+    assert_eq!(inv.host_vars("new1")["extra"], json!(1));
+
+    inv.add_to_group("bastion", "os_debian").unwrap();
+    assert_eq!(inv.groups()["os_debian"], ["bastion"]);
+    assert!(inv.groups()["ungrouped"].is_empty());
+    assert_eq!(inv.select("os_debian").unwrap(), ["bastion"]);
+    let e = inv.add_to_group("ghost", "x").unwrap_err();
+    assert!(e.message.contains("unknown host `ghost`"), "{}", e.message);
+    assert!(inv.add_host(" ", &[], VarMap::new()).is_err());
+}
+
+#[test]
+fn unknown_host_in_kubekey_group() {
+    let e = load_err("bad_unknown_host.yaml");
+    let r = e.render();
+    assert!(
+        r.contains("group `etcd` lists host `node3`, which is not defined in `spec.hosts`"),
+        "{r}"
+    );
+    assert!(r.contains("bad_unknown_host.yaml:11:11"), "{r}");
+    assert!(
+        r.contains("did you mean `node1`?") || r.contains("did you mean `node2`?"),
+        "{r}"
+    );
+    assert_eq!(e.exit_code(), 4);
+}
+
+#[test]
+fn unknown_child_group() {
+    let r = load_err("bad_unknown_child.yaml").render();
+    assert!(r.contains("child group `kube_wroker`"), "{r}");
+    assert!(r.contains("did you mean `kube_worker`?"), "{r}");
+    assert!(r.contains("bad_unknown_child.yaml:7:"), "{r}");
+}
+
+#[test]
+fn cycles_are_named() {
+    let r = load_err("bad_cycle.yaml").render();
+    assert!(
+        r.contains("child groups form a cycle: a -> b -> c -> a"),
+        "{r}"
+    );
+    assert!(r.contains("bad_cycle.yaml:12:"), "{r}");
+    let r = load_err("bad_cycle_ansible.yaml").render();
+    assert!(r.contains("a -> b -> a"), "{r}");
+    assert!(r.contains("bad_cycle_ansible.yaml:7:13"), "{r}");
+}
+
+#[test]
+fn wrong_shapes() {
+    let r = load_err("bad_kind.yaml").render();
+    assert!(
+        r.contains("expected `kind: Inventory`, found kind `Config`"),
+        "{r}"
+    );
+    assert!(r.contains("pass it with `-c`"), "{r}");
+    let r = load_err("bad_group_key.yaml").render();
+    assert!(r.contains("unexpected key `host` in group `web`"), "{r}");
+    assert!(r.contains("did you mean `hosts`?"), "{r}");
+    assert!(r.contains("bad_group_key.yaml:4:7"), "{r}");
+    let r = load_err("bad_host_vars.yaml").render();
+    assert!(
+        r.contains("expected a mapping of variables for host `node1`, found a list"),
+        "{r}"
+    );
+    assert!(r.contains("bad_host_vars.yaml:4:12"), "{r}");
+
+    let r = parse("- a\n- b\n").unwrap_err().render();
+    assert!(
+        r.contains("expected an inventory mapping, found a list"),
+        "{r}"
+    );
+    let r = parse("kind: Inventory\nspec:\n  hosts: {}\n  grups: {}\n")
+        .unwrap_err()
+        .render();
+    assert!(
+        r.contains("unknown key `grups` in `spec`") && r.contains("did you mean `groups`?"),
+        "{r}"
+    );
+    let r = parse("kind: Inventory\nspec:\n  groups:\n    all: {hosts: []}\n")
+        .unwrap_err()
+        .render();
+    assert!(r.contains("`all` is a reserved group"), "{r}");
+    let r = parse("all:\n  hosts:\n    'bad name':\n")
+        .unwrap_err()
+        .render();
+    assert!(r.contains("not a usable host name"), "{r}");
+    let r = parse("all:\n  hosts:\n    'web[3:1]':\n")
+        .unwrap_err()
+        .render();
+    assert!(r.contains("range start `3` is after its end `1`"), "{r}");
+}
+
+#[test]
+fn ansible_details() {
+    // Lists and bare names are accepted where Ansible wants a mapping; null groups are empty groups.
+    let inv = parse("web:\n  hosts: [a, b]\ndb:\n  hosts: c\nempty:\n").unwrap();
+    assert_eq!(inv.host_names(), ["a", "b", "c"]);
+    assert_eq!(inv.groups()["web"], ["a", "b"]);
+    assert!(inv.groups()["empty"].is_empty());
+    // An explicit `ungrouped` (as `ansible-inventory --list --yaml` writes it).
+    let inv = parse(
+        "all:\n  children:\n    ungrouped:\n      hosts: {x: , y: }\n    g:\n      hosts: {y: }\n",
+    )
+    .unwrap();
+    assert_eq!(inv.groups()["ungrouped"], ["x"]);
+    assert_eq!(inv.group_names("y"), ["g"]);
+    // Ranges with padding, steps and letters.
+    assert_eq!(expand_ranges("n[08:10]").unwrap(), ["n08", "n09", "n10"]);
+    assert_eq!(expand_ranges("n[0:10:5]x").unwrap(), ["n0x", "n5x", "n10x"]);
+    assert_eq!(
+        expand_ranges("[a:b][1:2]").unwrap(),
+        ["a1", "a2", "b1", "b2"]
+    );
+    assert!(expand_ranges("n[1]").is_err());
+    let inv = parse("all:\n  hosts:\n    '[fe80::1]:2222':\n    '::1':\n    'h:22': {}\n").unwrap();
+    assert_eq!(inv.host_names(), ["fe80::1", "::1", "h"]);
+    assert_eq!(inv.host_vars("fe80::1")["ansible_port"], json!(2222));
+    assert_eq!(inv.host_vars("h")["ansible_port"], json!(22));
+    assert!(parse("all:\n  hosts:\n    'h:99999':\n").is_err());
+}
