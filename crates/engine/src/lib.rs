@@ -5,6 +5,7 @@
 
 pub mod ansible;
 pub mod connect;
+pub mod duration;
 pub mod error;
 pub mod exec;
 pub mod files;

@@ -222,39 +222,13 @@ pub fn parse_seconds(v: &serde_json::Value) -> Result<Option<u64>> {
                     Err(bad())
                 };
             }
-            let mut total_ms: u128 = 0;
-            let mut num = String::new();
-            let mut chars = s.chars().peekable();
-            let mut any = false;
-            while let Some(c) = chars.next() {
-                if c.is_ascii_digit() || c == '.' {
-                    num.push(c);
-                    continue;
-                }
-                let mut unit = c.to_string();
-                while let Some(&n) = chars.peek() {
-                    if n.is_ascii_alphabetic() {
-                        unit.push(n);
-                        chars.next();
-                    } else {
-                        break;
-                    }
-                }
-                let x: f64 = num.parse().map_err(|_| bad())?;
-                num.clear();
-                let ms = match unit.as_str() {
-                    "ms" => 1.0,
-                    "s" => 1000.0,
-                    "m" => 60_000.0,
-                    "h" => 3_600_000.0,
-                    _ => return Err(bad()),
-                };
-                total_ms += (x * ms) as u128;
-                any = true;
-            }
-            if !num.is_empty() || !any {
-                return Err(bad());
-            }
+            const UNITS_MS: &[(&str, f64)] = &[
+                ("ms", 1.0),
+                ("s", 1000.0),
+                ("m", 60_000.0),
+                ("h", 3_600_000.0),
+            ];
+            let total_ms = crate::duration::parse(s, UNITS_MS).ok_or_else(bad)?;
             Ok(Some(total_ms.div_ceil(1000) as u64))
         }
         _ => Err(bad()),
@@ -312,5 +286,6 @@ mod tests {
         assert_eq!(parse_seconds(&json!("15")).unwrap(), Some(15));
         assert!(parse_seconds(&json!("soon")).is_err());
         assert!(parse_seconds(&json!("5x")).is_err());
+        assert!(parse_seconds(&json!("1d")).is_err());
     }
 }

@@ -252,38 +252,17 @@ fn parse_validity(v: &Value) -> std::result::Result<i64, String> {
             if let Ok(d) = s.parse::<f64>() {
                 (d * 86400.0) as i64
             } else {
-                let mut total: i64 = 0;
-                let mut num = String::new();
-                let mut chars = s.chars().peekable();
-                let mut any = false;
-                while let Some(c) = chars.next() {
-                    if c.is_ascii_digit() || c == '.' {
-                        num.push(c);
-                        continue;
-                    }
-                    let n: f64 = num.parse().map_err(|_| bad())?;
-                    num.clear();
-                    let unit = if c == 'm' && chars.peek() == Some(&'s') {
-                        chars.next();
-                        0.001
-                    } else {
-                        match c {
-                            'y' => 365.0 * 86400.0,
-                            'w' => 7.0 * 86400.0,
-                            'd' => 86400.0,
-                            'h' => 3600.0,
-                            'm' => 60.0,
-                            's' => 1.0,
-                            _ => return Err(bad()),
-                        }
-                    };
-                    total += (n * unit) as i64;
-                    any = true;
-                }
-                if !num.is_empty() || !any {
-                    return Err(bad());
-                }
-                total
+                const UNITS_SECS: &[(&str, f64)] = &[
+                    ("y", 365.0 * 86400.0),
+                    ("w", 7.0 * 86400.0),
+                    ("d", 86400.0),
+                    ("h", 3600.0),
+                    ("m", 60.0),
+                    ("s", 1.0),
+                    ("ms", 0.001),
+                ];
+                let total = crate::duration::parse(s, UNITS_SECS).ok_or_else(bad)?;
+                i64::try_from(total).unwrap_or(i64::MAX)
             }
         }
         _ => return Err(bad()),
@@ -446,6 +425,7 @@ mod tests {
             json!("h"),
             json!("5x"),
             json!("10 days"),
+            json!("300ms"),
             json!(true),
         ] {
             assert!(parse_validity(&bad).is_err(), "{}", bad);
