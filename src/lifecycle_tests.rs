@@ -39,12 +39,12 @@ fn parse(args: &[&str]) -> Command {
         .command
 }
 
-fn config(plan: &Plan) -> serde_json::Value {
+fn config(plan: &Plan) -> Value {
     let mut m = serde_json::Map::new();
     for (k, v) in &plan.config {
         m.insert(k.to_string(), v.clone());
     }
-    serde_json::Value::Object(m)
+    Value::Object(m)
 }
 
 #[test]

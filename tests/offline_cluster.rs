@@ -269,7 +269,7 @@ fn export(p: &Project, minor: &str, srv: &HttpServer, reg: &str) -> PathBuf {
         .collect();
     let mut expected = expected_images(minor);
     assert_eq!(images, expected, "the {} package's image list", minor);
-    let index: serde_json::Value =
+    let index: Value =
         serde_json::from_slice(&std::fs::read(dir.join("images/index.json")).unwrap()).unwrap();
     images = index["manifests"]
         .as_array()
@@ -456,7 +456,7 @@ fn a_cluster_installs_from_the_offline_package_alone() {
         &format!("https://{}/v2/_catalog?n=1000", host),
     ]);
     assert_eq!(code, "200", "{}", catalog);
-    let catalog: serde_json::Value = serde_json::from_str(&catalog).unwrap();
+    let catalog: Value = serde_json::from_str(&catalog).unwrap();
     for repo in catalog["repositories"].as_array().unwrap() {
         let repo = repo.as_str().unwrap();
         let (tags, _) = curl(&[
@@ -466,7 +466,7 @@ fn a_cluster_installs_from_the_offline_package_alone() {
             &auth,
             &format!("https://{}/v2/{}/tags/list", host, repo),
         ]);
-        let tags: serde_json::Value = serde_json::from_str(&tags).unwrap();
+        let tags: Value = serde_json::from_str(&tags).unwrap();
         for t in tags["tags"].as_array().unwrap() {
             held.push(format!("{}/{}:{}", host, repo, t.as_str().unwrap()));
         }

@@ -332,9 +332,9 @@ impl TestBed {
         )?;
         // The bridge port takes a moment to forward again (and stale neighbour entries
         // say "no route"): wait until sshd answers, so callers see a reachable host.
-        let addr = std::net::SocketAddr::from((h.ip, h.port));
-        let deadline = std::time::Instant::now() + Duration::from_secs(15);
-        while std::time::Instant::now() < deadline {
+        let addr = SocketAddr::from((h.ip, h.port));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
             if TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok() {
                 return Ok(());
             }
@@ -1086,7 +1086,7 @@ fn claim_bed(cgroot: &Path) -> Result<(u8, File), Error> {
             if let Ok(num) = name.parse::<u8>() {
                 let lock_path = e.path().join("lock");
                 let alive = match File::open(&lock_path) {
-                    Ok(f) => matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+                    Ok(f) => matches!(f.try_lock(), Err(fs::TryLockError::WouldBlock)),
                     Err(_) => false, // claims are made with their lock under the global lock
                 };
                 if alive {

@@ -41,6 +41,8 @@ const GIT_COMMIT: &str = "0000000 (FAKE calicoctl)";
 /// What calico-node and the operator record as ClusterInformation's cluster type.
 const CLUSTER_TYPE: &str = "typha,kdd,k8s,operator,bgp,kubeadm";
 
+/// Plays `calicoctl` for one call: checks its arguments and files like the real tool, then
+/// records or refuses it.
 pub fn run(call: &mut Call) -> Res {
     let mut args = call.args.clone();
     let config = take_flag(&mut args, "--config", Some("-c"))?;

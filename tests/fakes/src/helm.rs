@@ -16,6 +16,8 @@ use sha2::{Digest, Sha256};
 use crate::kubectl::{cluster_state, need_kubeconfig};
 use crate::{fail, save_state, take_all, take_bool, take_flag, Call, Fail, Res};
 
+/// Plays `helm` for one call: checks its arguments and files like the real tool, then
+/// records or refuses it.
 pub fn run(call: &mut Call) -> Res {
     let mut args = call.args.clone();
     // Global flags may come before the command.

@@ -39,6 +39,8 @@ const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
 const KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
 const KUBELET_FLAGS: &str = "/var/lib/kubelet/kubeadm-flags.env";
 
+/// Plays `kubeadm` for one call: checks its arguments and files like the real tool, then
+/// records or refuses it.
 pub fn run(call: &mut Call) -> Res {
     let mut args = call.args.clone();
     // Verbosity flags change nothing here.

@@ -55,6 +55,8 @@ pub fn need_kubeconfig(call: &mut Call, flag: Option<String>) -> Res {
     crate::kubeconfig_server(&text, &path).map(|_| ())
 }
 
+/// Plays `kubectl` for one call: checks its arguments and files like the real tool, then
+/// records or refuses it.
 pub fn run(call: &mut Call) -> Res {
     let mut args = call.args.clone();
     let kubeconfig = take_flag(&mut args, "--kubeconfig", None)?;

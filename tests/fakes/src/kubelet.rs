@@ -35,6 +35,8 @@ const REMOVED_FLAGS: &[&str] = &[
     "container-runtime",
 ];
 
+/// Plays `kubelet` for one call: checks its arguments and files like the real tool, then
+/// records or refuses it.
 pub fn run(call: &mut Call) -> Res {
     if call.args == ["--version"] {
         println!("Kubernetes {}", call.version);

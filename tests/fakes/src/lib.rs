@@ -42,10 +42,13 @@ pub const JOURNAL: &str = "/var/lib/kk-fakes/journal.jsonl";
 /// A failed call: exit code and message (printed as `FAKE <tool>: <msg>`).
 #[derive(Debug)]
 pub struct Fail {
+    /// The exit code.
     pub code: i32,
+    /// What is printed.
     pub msg: String,
 }
 
+/// A call's outcome: success, or the failure to report.
 pub type Res = Result<(), Fail>;
 
 /// Exit 1 with a message.
@@ -58,9 +61,13 @@ pub fn fail<T>(msg: impl Into<String>) -> Result<T, Fail> {
 
 /// One invocation: the tool, its arguments, its version, and the files it was given.
 pub struct Call {
+    /// The tool played (argv[0]'s name).
     pub tool: String,
+    /// Its arguments.
     pub args: Vec<String>,
+    /// The release it plays (from the binary's version trailer).
     pub version: String,
+    /// The files it was given (path → content), journaled with the call.
     pub files: BTreeMap<String, String>,
 }
 
@@ -127,6 +134,7 @@ pub fn write_file(p: &str, content: &str) -> Res {
     std::fs::rename(&tmp, &path).map_err(io)
 }
 
+/// Whether a path of the host (as the fake sees it) exists.
 pub fn exists(p: &str) -> bool {
     host_path(p).exists()
 }
@@ -272,6 +280,7 @@ pub fn load_state(name: &str) -> Value {
         .unwrap_or_else(|| json!({}))
 }
 
+/// Keeps the fake cluster's state `name` for later calls (what the real cluster would hold).
 pub fn save_state(name: &str, v: &Value) -> Res {
     write_file(
         &format!("{}/{}.json", STATE_DIR, name),

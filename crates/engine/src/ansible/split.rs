@@ -4,7 +4,7 @@
 const JINJA_BLOCKS: [(&str, &str); 3] = [("{{", "}}"), ("{%", "%}"), ("{#", "#}")];
 
 /// Ansible's `split_args`: whitespace separates, except inside quotes and Jinja blocks.
-pub fn split_args(args: &str) -> std::result::Result<Vec<String>, String> {
+pub fn split_args(args: &str) -> Result<Vec<String>, String> {
     let text = args.trim();
     let mut out = Vec::new();
     let mut cur = String::new();

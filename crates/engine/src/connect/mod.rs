@@ -228,7 +228,7 @@ pub fn for_host(
             || get("ssh_strict_host_keys")?
                 .and_then(|v| to_bool(&v))
                 .unwrap_or(false),
-        connect_timeout: std::time::Duration::from_secs(
+        connect_timeout: Duration::from_secs(
             pick(&["ansible_ssh_timeout", "ansible_timeout"], "timeout")?
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(10),

@@ -170,10 +170,10 @@ impl Runner {
         inner: &Scope,
         host: &str,
         view: &Arc<VarView>,
-    ) -> std::result::Result<Prepared, ItemResult> {
+    ) -> Result<Prepared, ItemResult> {
         let ctx = view.context();
         let mut extras = Extras::default();
-        let err = |e: Error| -> std::result::Result<Prepared, ItemResult> { Err(item_error(e)) };
+        let err = |e: Error| -> Result<Prepared, ItemResult> { Err(item_error(e)) };
         // Conditions: inherited and own, all must hold.
         if !inner.attrs.when.is_empty() {
             for cond in &inner.attrs.when {

@@ -207,7 +207,7 @@ mod tests {
             .unwrap();
         assert!(!r.changed);
         // A variable change shows up in the diff.
-        let c2 = super::super::ModuleContext {
+        let c2 = ModuleContext {
             vars: crate::template::to_mj(&json!({"ports": [80], "name": "web"})),
             diff: true,
             ..ctx(dir.path(), json!({}))

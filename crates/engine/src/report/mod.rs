@@ -286,7 +286,7 @@ fn pretty(v: &Value) -> String {
     let mut buf = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    match serde::Serialize::serialize(v, &mut ser) {
+    match Serialize::serialize(v, &mut ser) {
         Ok(()) => String::from_utf8(buf).unwrap_or_default(),
         Err(_) => v.to_string(),
     }

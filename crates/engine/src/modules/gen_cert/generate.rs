@@ -15,7 +15,7 @@ pub(super) fn generate(
     req: &Request,
     ca: Option<&Ca>,
     now: i64,
-) -> std::result::Result<(String, String, Vec<u8>), String> {
+) -> Result<(String, String, Vec<u8>), String> {
     let key = new_key(req.key_type)?;
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
@@ -35,7 +35,7 @@ pub(super) fn generate(
                 .map(SanType::DnsName)
                 .map_err(|e| format!("SAN {:?}: {}", d, e)),
         })
-        .collect::<std::result::Result<_, String>>()?;
+        .collect::<Result<_, String>>()?;
     params.is_ca = if req.is_ca {
         IsCa::Ca(BasicConstraints::Unconstrained)
     } else {

@@ -20,7 +20,7 @@ fn p(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
 }
 
-async fn run(c: &ModuleContext, a: serde_json::Value) -> Result<ModuleResult> {
+async fn run(c: &ModuleContext, a: Value) -> Result<ModuleResult> {
     GenCert.run(c, args(a)).await
 }
 
@@ -35,7 +35,7 @@ async fn make_ca(c: &ModuleContext, dir: &Path, key_type: &str) -> ModuleResult 
     .unwrap()
 }
 
-fn leaf_args(dir: &Path, name: &str, sans: serde_json::Value) -> serde_json::Value {
+fn leaf_args(dir: &Path, name: &str, sans: Value) -> Value {
     json!({"root_key": p(dir, "ca.key"), "root_cert": p(dir, "ca.crt"),
            "out_key": p(dir, &format!("{}.key", name)), "out_cert": p(dir, &format!("{}.crt", name)),
            "cn": name, "sans": sans, "key_type": "ecdsa", "policy": "if_not_present"})
