@@ -32,7 +32,7 @@ mod common;
 
 use common::artifacts::kk_json;
 use common::images::{calico, control_plane, localpv};
-use common::registry::{layout, registry, sha};
+use common::registry::{push_images, registry, sha};
 use common::{Project, Run};
 use serde_json::{json, Value};
 use testbed::http::HttpServer;
@@ -481,33 +481,7 @@ fn export_pulls_and_packs_every_image_of_the_list() {
         "kind: Inventory\nspec:\n  hosts:\n    localhost: {connector: {type: local}}\n",
         "",
     );
-    for (i, n) in names.iter().enumerate() {
-        layout(&p.path(&format!("src/{}", i)), n);
-    }
-    p.file(
-        "push.yaml",
-        r#"
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: push
-      loop: "{{ names | from_json }}"
-      image: {src: "local://{{ playbook_dir }}/src/{{ loop_index }}", dest: "oci://{{ item }}", auths: [{registry: "{{ reg }}", plain_http: true}]}
-      loop_control: {index_var: loop_index}
-"#,
-    );
-    let names_json = serde_json::to_string(&names).unwrap();
-    p.kk(&[
-        "run",
-        "push.yaml",
-        "--output",
-        "json",
-        "-e",
-        &format!("names={}", names_json),
-        "-e",
-        &format!("reg={}", addr),
-    ])
-    .code(0);
+    push_images(&p, &addr, &names);
 
     // The plan's binaries and charts: one FAKE file, its sha256 given per component.
     let root = p.path("srv");

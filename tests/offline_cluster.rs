@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use common::artifacts::sha256_file;
 use common::images::{calico, control_plane, localpv};
-use common::registry::{curl, layout, registry};
+use common::registry::{curl, push_images, registry};
 use common::{bed_inventory_hosts, fresh, sh, Project, Run};
 use serde_json::{json, Value};
 use testbed::http::HttpServer;
@@ -296,36 +296,6 @@ fn export(p: &Project, minor: &str, srv: &HttpServer, reg: &str) -> PathBuf {
     package
 }
 
-/// Pushes a small two-platform image under `<reg>/<name>` for every name.
-fn fill_registry(p: &Project, reg: &str, names: &[String]) {
-    for (i, n) in names.iter().enumerate() {
-        layout(&p.path(&format!("images-src/{}", i)), n);
-    }
-    p.file(
-        "push.yaml",
-        r#"
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: push
-      loop: "{{ names | from_json }}"
-      image: {src: "local://{{ playbook_dir }}/images-src/{{ i }}", dest: "oci://{{ reg }}/{{ item }}", auths: [{registry: "{{ reg }}", plain_http: true}]}
-      loop_control: {index_var: i}
-"#,
-    );
-    p.kk(&[
-        "run",
-        "push.yaml",
-        "--output",
-        "json",
-        "-e",
-        &format!("names={}", serde_json::to_string(names).unwrap()),
-        "-e",
-        &format!("reg={}", reg),
-    ])
-    .code(0);
-}
-
 fn create_cluster(p: &Project, package: &Path) -> Run {
     let r = p.kk(&[
         "create",
@@ -360,7 +330,8 @@ fn a_cluster_installs_from_the_offline_package_alone() {
     let mut all: Vec<String> = [expected_images("v1.30"), expected_images("v1.34")].concat();
     all.sort();
     all.dedup();
-    fill_registry(&p, &reg, &all);
+    let refs: Vec<String> = all.iter().map(|n| format!("{}/{}", reg, n)).collect();
+    push_images(&p, &reg, &refs);
 
     // 2. The packages of two minors.
     let package = export(&p, "v1.30", &srv, &reg);

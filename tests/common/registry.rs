@@ -190,3 +190,35 @@ pub fn curl(args: &[&str]) -> (String, String) {
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
     (body.to_string(), code.to_string())
 }
+
+/// Pushes a small two-platform image ([`layout`]) under each full reference of `refs` into
+/// the plain-HTTP registry `reg` (`127.0.0.1:<port>`), with kk's `image` module: the
+/// registry then serves every name a test's image list needs.
+pub fn push_images(p: &super::Project, reg: &str, refs: &[String]) {
+    for (i, r) in refs.iter().enumerate() {
+        layout(&p.path(&format!("images-src/{}", i)), r);
+    }
+    p.file(
+        "push-images.yaml",
+        r#"
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: push
+      loop: "{{ refs | from_json }}"
+      image: {src: "local://{{ playbook_dir }}/images-src/{{ i }}", dest: "oci://{{ item }}", auths: [{registry: "{{ reg }}", plain_http: true}]}
+      loop_control: {index_var: i}
+"#,
+    );
+    p.kk(&[
+        "run",
+        "push-images.yaml",
+        "--output",
+        "json",
+        "-e",
+        &format!("refs={}", serde_json::to_string(refs).unwrap()),
+        "-e",
+        &format!("reg={}", reg),
+    ])
+    .code(0);
+}
