@@ -99,9 +99,9 @@ pub const FACTS_MODULE: &str = "setup";
 /// Every entry, in the order "did you mean" hints consider them (the first of equally
 /// close candidates wins).
 pub static REGISTRY: &[Entry] = &[
-    with_form(module("command", &command::Command), FreeForm::CommandLine),
-    with_form(module("shell", &command::Shell), FreeForm::CommandLine),
-    with_form(module("raw", &command::Raw), FreeForm::CommandLine),
+    with_form(module("command", &command::COMMAND), FreeForm::CommandLine),
+    with_form(module("shell", &command::SHELL), FreeForm::CommandLine),
+    with_form(module("raw", &command::RAW), FreeForm::CommandLine),
     module("debug", &debug::Debug),
     module("set_fact", &set_fact::SetFact),
     module("assert", &assert::Assert),

@@ -223,7 +223,7 @@ pub(super) async fn run_batch(
 #[cfg(test)]
 mod tests {
     use super::super::super::remote::testutil::{args, ctx};
-    use super::super::{Command, Raw, Shell};
+    use super::super::{COMMAND, RAW, SHELL};
     use super::*;
     use crate::modules::Module;
     use serde_json::json;
@@ -321,7 +321,7 @@ mod tests {
         }
         assert!(batchable(&args(json!({"cmd": "x", "chdir": "/"}))));
         assert!(!batchable(&args(json!({"cmd": "x", "creates": "/"}))));
-        assert!(Command.batches() && Shell.batches() && !Raw.batches());
+        assert!(COMMAND.batches() && SHELL.batches() && !RAW.batches());
         assert!(batch_script(&["true".into()]).matches("mktemp").count() == 1);
     }
 }

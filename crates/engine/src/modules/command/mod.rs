@@ -466,25 +466,30 @@ async fn run_raw(ctx: &ModuleContext, a: &CommandArgs) -> Result<ModuleResult> {
     Ok(res)
 }
 
-/// `command`: runs a program with arguments, no shell features.
-pub struct Command;
+/// `command`, `shell` and `raw`: one implementation, told apart by their [`Flavour`]
+/// (`command` runs argv without a shell, `shell` and `raw` through `/bin/sh`; `raw` does
+/// nothing more and is never batched).
+pub struct CommandModule(Flavour);
+
+/// `command`: runs argv without a shell.
+pub const COMMAND: CommandModule = CommandModule(Flavour::Command);
 /// `shell`: runs a line through `/bin/sh`.
-pub struct Shell;
+pub const SHELL: CommandModule = CommandModule(Flavour::Shell);
 /// `raw`: runs a line through `/bin/sh`, nothing more.
-pub struct Raw;
+pub const RAW: CommandModule = CommandModule(Flavour::Raw);
 
 #[async_trait]
-impl Module for Command {
+impl Module for CommandModule {
     async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult> {
-        run(Flavour::Command, ctx, args).await
+        run(self.0, ctx, args).await
     }
 
     fn batches(&self) -> bool {
-        true
+        self.0 != Flavour::Raw
     }
 
     fn batchable(&self, args: &VarMap) -> bool {
-        batch::batchable(args)
+        self.batches() && batch::batchable(args)
     }
 
     async fn run_batch(
@@ -492,37 +497,7 @@ impl Module for Command {
         ctx: &ModuleContext,
         items: Vec<VarMap>,
     ) -> Result<Vec<Result<ModuleResult>>> {
-        batch::run_batch(Flavour::Command, ctx, items).await
-    }
-}
-
-#[async_trait]
-impl Module for Shell {
-    async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult> {
-        run(Flavour::Shell, ctx, args).await
-    }
-
-    fn batches(&self) -> bool {
-        true
-    }
-
-    fn batchable(&self, args: &VarMap) -> bool {
-        batch::batchable(args)
-    }
-
-    async fn run_batch(
-        &self,
-        ctx: &ModuleContext,
-        items: Vec<VarMap>,
-    ) -> Result<Vec<Result<ModuleResult>>> {
-        batch::run_batch(Flavour::Shell, ctx, items).await
-    }
-}
-
-#[async_trait]
-impl Module for Raw {
-    async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult> {
-        run(Flavour::Raw, ctx, args).await
+        batch::run_batch(self.0, ctx, items).await
     }
 }
 
