@@ -190,6 +190,8 @@ impl Runner {
                     }
                     _ => Ok(Vec::new()),
                 };
+                let tasks =
+                    tasks.and_then(|ts| crate::modules::validate::check_tasks(&ts).map(|()| ts));
                 match tasks {
                     Ok(tasks) => {
                         self.clone()

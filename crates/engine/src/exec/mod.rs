@@ -198,6 +198,7 @@ pub(crate) struct Runner {
 pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Result<Outcome> {
     let start = Instant::now();
     let playbook = load_playbook(&opts.playbook, opts.roles_path.clone())?;
+    crate::modules::validate::check_playbook(&playbook)?;
     let playbook_dir = opts
         .playbook
         .parent()

@@ -36,6 +36,7 @@ pub mod net;
 mod oci_registry;
 pub mod package;
 pub mod pause;
+pub mod plan;
 mod registry;
 pub mod remote;
 pub mod script;
@@ -46,6 +47,7 @@ pub mod systemd_service;
 pub mod template;
 pub mod unarchive;
 pub mod uri;
+pub mod validate;
 pub mod wait_for;
 
 pub use registry::{
@@ -357,6 +359,14 @@ impl ModuleContext {
 pub trait Module: Send + Sync {
     /// Runs on one host with templated arguments (`_raw_params` holds free-form text).
     async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult>;
+
+    /// Checks arguments when the playbook loads, so a mistake in a literal argument is a
+    /// load error with its place (exit 4) instead of a failure halfway through a run.
+    /// Called only when no argument holds a template (see [`args::is_literal`]);
+    /// templated arguments are checked when the task runs, by `run`.
+    fn validate(&self, _args: &VarMap) -> Result<()> {
+        Ok(())
+    }
 
     /// Argument keys the executor leaves untemplated because the module renders them
     /// itself (given the arguments as written).

@@ -1,0 +1,82 @@
+//! Check and diff by construction: a state-changing module is split into *plan* (look at
+//! the host, decide what would change, build the diff) and *apply* (make the change).
+//! [`Planned`] wraps such a module into a [`Module`]; it alone decides whether apply
+//! runs, so check mode cannot be forgotten by a module and means the same everywhere.
+//! Round trips stay what they were: plan is the stat a module always made, apply the
+//! write.
+
+use async_trait::async_trait;
+
+use super::{Module, ModuleContext, ModuleResult, VarMap};
+use crate::error::Result;
+
+/// What a plan found.
+pub enum Plan<W> {
+    /// The answer is final without applying anything: nothing to change, a failure found
+    /// while planning, or a skip (`creates` exists …).
+    Done(ModuleResult),
+    /// Something would change. `result` is what is reported (in check mode as it is, with
+    /// `changed: true`); `work` is what [`PlanApply::apply`] needs to make the change.
+    Change {
+        /// The result as reported, with its diffs.
+        result: ModuleResult,
+        /// What apply does.
+        work: W,
+    },
+}
+
+impl<W> Plan<W> {
+    /// A change, reported by `result` (marked changed), made by `work`.
+    pub fn change(result: ModuleResult, work: W) -> Plan<W> {
+        Plan::Change {
+            result: ModuleResult {
+                changed: true,
+                ..result
+            },
+            work,
+        }
+    }
+}
+
+/// A state-changing module in two steps. Implementors never look at
+/// [`ModuleContext::check_mode`] to decide whether to write: [`Planned`] does.
+#[async_trait]
+pub trait PlanApply: Send + Sync {
+    /// What apply needs from the plan (the new content, the temp path, the commands).
+    type Work: Send;
+
+    /// Inspects the host and decides; changes nothing on it.
+    async fn plan(&self, ctx: &ModuleContext, args: VarMap) -> Result<Plan<Self::Work>>;
+
+    /// Makes the planned change; `result` is the plan's result, to complete or replace.
+    async fn apply(
+        &self,
+        ctx: &ModuleContext,
+        work: Self::Work,
+        result: ModuleResult,
+    ) -> Result<ModuleResult>;
+
+    /// Checks arguments written without templates when the playbook loads
+    /// (see [`Module::validate`]).
+    fn validate(&self, _args: &VarMap) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The [`Module`] of a [`PlanApply`]: plan, then apply unless in check mode.
+pub struct Planned<P>(pub P);
+
+#[async_trait]
+impl<P: PlanApply> Module for Planned<P> {
+    async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult> {
+        match self.0.plan(ctx, args).await? {
+            Plan::Done(result) => Ok(result),
+            Plan::Change { result, .. } if ctx.check_mode => Ok(result),
+            Plan::Change { result, work } => self.0.apply(ctx, work, result).await,
+        }
+    }
+
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        self.0.validate(args)
+    }
+}
