@@ -218,6 +218,59 @@ impl<'de> Deserialize<'de> for Mode {
     }
 }
 
+/// Declares a closed set of values for one argument (`state: present|absent`) as an enum
+/// whose parse error names the argument and lists the valid values (serde's own enum
+/// error names neither the argument nor, for numbers, the value). Each variant lists
+/// the spellings it accepts; the first is the canonical one ([`Self::as_str`]).
+///
+/// ```ignore
+/// closed_set! {
+///     /// `state` of lineinfile.
+///     pub enum State for "state" { Present = "present", Absent = "absent" }
+/// }
+/// ```
+#[macro_export]
+macro_rules! closed_set {
+    ($(#[$m:meta])* $vis:vis enum $name:ident for $arg:literal {
+        $($(#[$vm:meta])* $var:ident = $first:literal $(| $more:literal)*),+ $(,)?
+    }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $name {
+            $($(#[$vm])* $var),+
+        }
+
+        impl $name {
+            /// The canonical spellings, for messages.
+            #[allow(dead_code)]
+            pub const VALUES: &'static [&'static str] = &[$($first),+];
+
+            /// The canonical spelling.
+            #[allow(dead_code)]
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$var => $first),+
+                }
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let text = <$crate::modules::args::Text as serde::Deserialize>::deserialize(d)?;
+                match text.as_str() {
+                    $($first $(| $more)* => Ok($name::$var),)+
+                    other => Err(<D::Error as serde::de::Error>::custom(format!(
+                        "`{}` must be one of {}, found {:?}",
+                        $arg,
+                        $name::VALUES.join(", "),
+                        other
+                    ))),
+                }
+            }
+        }
+    };
+}
+
 /// The file attributes Ansible's file-handling modules share (`add_file_common_args`):
 /// declared once, taken out of the arguments before the module's own struct is parsed
 /// (serde's `flatten` cannot be combined with `deny_unknown_fields`).
@@ -371,6 +424,17 @@ mod tests {
             "valid names listed"
         );
         assert!(is_literal(args.as_object().unwrap()));
+        closed_set! {
+            /// A test set.
+            enum State for "state" { Present = "present", Absent = "absent" | "gone" }
+        }
+        let s: State = serde_json::from_value(serde_json::json!("gone")).unwrap();
+        assert_eq!((s, s.as_str()), (State::Absent, "absent"));
+        let e = serde_json::from_value::<State>(serde_json::json!(1)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`state` must be one of present, absent, found \"1\""
+        );
         assert!(!is_literal(
             serde_json::json!({"a": ["{{ x }}"]}).as_object().unwrap()
         ));
