@@ -1,0 +1,152 @@
+//! Writing a file atomically on the host in one round trip (temp file beside it, mode
+//! and owner, `validate`, backup, rename), and setting attributes of an existing path.
+
+use super::super::{FileDiff, ModuleContext};
+use super::attrs::normalize_mode;
+use super::{parent_dir, parse_stats, qpath, remote_error, stat_var_script, Attrs, RemoteStat};
+use crate::connect::{shell_quote, ExecOutput};
+use crate::error::Result;
+
+/// How to write one file.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// Attributes for the new file; unset ones are kept from the file it replaces
+    /// (or the umask's defaults for a new file).
+    pub attrs: Attrs,
+    /// Keep a timestamped copy of the old file (`path.PID.YYYY-MM-DD@HH:MM:SS~`).
+    pub backup: bool,
+    /// A command with `%s` checked against the temp file before it replaces `path`.
+    pub validate: Option<String>,
+    /// Create missing parent directories first (with this mode when given).
+    pub make_parents: bool,
+    /// Mode for parent directories created by `make_parents`.
+    pub directory_mode: Option<String>,
+    /// Copy this file on the host instead of the bytes sent (`remote_src`).
+    pub remote_src: Option<String>,
+}
+
+/// What writing a file did.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOutcome {
+    /// The backup made, if any.
+    pub backup_file: Option<String>,
+    /// The file's state after the write.
+    pub stat: RemoteStat,
+}
+
+/// Writes `data` to `path` atomically in one round trip: the bytes go over stdin into a
+/// temp file beside `path`, get their mode/owner/group (and pass `validate`), then are
+/// renamed over `path`.
+pub async fn write_file(
+    ctx: &ModuleContext,
+    path: &str,
+    data: Vec<u8>,
+    opts: &WriteOptions,
+) -> Result<WriteOutcome> {
+    let s = write_script(path, opts);
+    let out = ctx.exec(s, Some(data)).await?;
+    write_outcome(path, &out)
+}
+
+/// What a [`write_script`] run says: its error, or the backup made and the final state.
+pub fn write_outcome(path: &str, out: &ExecOutput) -> Result<WriteOutcome> {
+    if out.rc != 0 {
+        let what = match out.rc {
+            75 => format!("validation of the new {} failed", path),
+            _ => format!("cannot write {}", path),
+        };
+        return Err(remote_error(&what, out));
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let backup_file = text
+        .lines()
+        .find_map(|l| l.strip_prefix("backup_file="))
+        .map(str::to_string);
+    // The last record is the state after the write (a script may stat before, too).
+    let n = text
+        .lines()
+        .filter(|l| *l == "==kk-record==")
+        .count()
+        .max(1);
+    let paths = vec![path; n];
+    let stat = parse_stats(&paths, &out.stdout)?.pop().unwrap_or_default();
+    Ok(WriteOutcome { backup_file, stat })
+}
+
+/// The script of [`write_file`] (data on stdin), ending with one stat record of `path`.
+pub fn write_script(path: &str, opts: &WriteOptions) -> String {
+    let dir = parent_dir(path);
+    let mut s = String::new();
+    s.push_str(&format!("d={}\n", qpath(path)));
+    if opts.make_parents {
+        s.push_str(&format!("dir={}\n", qpath(&dir)));
+        s.push_str("if [ ! -d \"$dir\" ]; then\n  mkdir -p -- \"$dir\" || exit 70\n");
+        if let Some(m) = &opts.directory_mode {
+            s.push_str(&format!(
+                "  chmod {} \"$dir\" || exit 72\n",
+                shell_quote(&normalize_mode(m))
+            ));
+        }
+        s.push_str("fi\n");
+    }
+    s.push_str(&format!(
+        "tmp=$(mktemp {}/.kk_tmp.XXXXXXXX) || {{ echo 'destination directory {} does not exist or is not writable' >&2; exit 70; }}\n",
+        qpath(&dir),
+        dir.replace('\'', "")
+    ));
+    s.push_str("trap 'rm -f \"$tmp\"' EXIT\n");
+    match &opts.remote_src {
+        Some(src) => s.push_str(&format!("cat -- {} > \"$tmp\" || exit 71\n", qpath(src))),
+        None => s.push_str("cat > \"$tmp\" || exit 71\n"),
+    }
+    // Keep what the replaced file had (Ansible's atomic_move does the same), else the umask default.
+    s.push_str(
+        "if [ -e \"$d\" ]; then\n  chmod \"$(stat -L -c %a -- \"$d\")\" \"$tmp\" 2>/dev/null\n  chown \"$(stat -L -c %u:%g -- \"$d\")\" \"$tmp\" 2>/dev/null\nelse\n  chmod \"$(printf %o $((0666 & ~$(umask))))\" \"$tmp\"\nfi\n",
+    );
+    s.push_str(&opts.attrs.script("tmp", false));
+    if let Some(v) = &opts.validate {
+        let cmd = v.replace("%s", "\"$tmp\"");
+        s.push_str(&format!(
+            "( {} ) >&2 || {{ rc=$?; echo \"validation command failed with rc $rc\" >&2; exit 75; }}\n",
+            cmd
+        ));
+    }
+    if opts.backup {
+        s.push_str(
+            "if [ -f \"$d\" ]; then\n  b=\"$d.$$.$(date +%Y-%m-%d@%H:%M:%S)~\"\n  cp -p -- \"$d\" \"$b\" || exit 76\n  echo \"backup_file=$b\"\nfi\n",
+        );
+    }
+    s.push_str("mv -f -- \"$tmp\" \"$d\" || exit 77\ntrap - EXIT\n");
+    s.push_str(&stat_var_script("d", true));
+    s
+}
+
+/// Applies mode/owner/group to an existing path in one round trip, returning its new state.
+pub async fn set_attrs(
+    ctx: &ModuleContext,
+    path: &str,
+    attrs: &Attrs,
+    recurse: bool,
+) -> Result<RemoteStat> {
+    let mut s = format!("p={}\n", qpath(path));
+    s.push_str(&attrs.script("p", recurse));
+    s.push_str(&stat_var_script("p", true));
+    let out = ctx.exec(s, None).await?;
+    if out.rc != 0 {
+        return Err(remote_error(
+            &format!("cannot set attributes of {}", path),
+            &out,
+        ));
+    }
+    Ok(parse_stats(&[path], &out.stdout)?.remove(0))
+}
+
+/// A diff entry for `--diff` between two texts of one path.
+pub fn file_diff(path: &str, before: &str, after: &str) -> FileDiff {
+    FileDiff {
+        before_header: path.to_string(),
+        after_header: path.to_string(),
+        before: before.to_string(),
+        after: after.to_string(),
+    }
+}
