@@ -56,6 +56,14 @@ pub trait PlanApply: Send + Sync {
         result: ModuleResult,
     ) -> Result<ModuleResult>;
 
+    /// The common case in one round trip, for a module whose look and write fit in one
+    /// script (copy's small file: stat, and write only if it differs). [`Planned`] tries
+    /// it first, only when apply would run (never in check mode); `Ok(None)` means "not
+    /// this time", and plan then apply run as usual.
+    async fn at_once(&self, _ctx: &ModuleContext, _args: &VarMap) -> Result<Option<ModuleResult>> {
+        Ok(None)
+    }
+
     /// Checks arguments written without templates when the playbook loads
     /// (see [`Module::validate`]).
     fn validate(&self, _args: &VarMap) -> Result<()> {
@@ -69,6 +77,11 @@ pub struct Planned<P>(pub P);
 #[async_trait]
 impl<P: PlanApply> Module for Planned<P> {
     async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult> {
+        if !ctx.check_mode {
+            if let Some(result) = self.0.at_once(ctx, &args).await? {
+                return Ok(result);
+            }
+        }
         match self.0.plan(ctx, args).await? {
             Plan::Done(result) => Ok(result),
             Plan::Change { result, .. } if ctx.check_mode => Ok(result),
