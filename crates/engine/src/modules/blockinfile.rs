@@ -5,55 +5,45 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::args::{parse_with_file_attrs, FileAttrs, Flag, Text};
 use super::copy::check_validate;
-use super::lineinfile::{compile, finish_edit, read_for_edit, split_lines, EditFinish};
-use super::remote::Attrs;
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::lineinfile::{
+    apply_edit, attrs_of, compile, plan_edit, read_for_edit, split_lines, EditFinish, EditWork,
+    State,
+};
+use super::plan::{Plan, PlanApply};
+use super::{ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BlockArgs {
-    #[serde(
-        default,
-        alias = "dest",
-        alias = "destfile",
-        alias = "name",
-        deserialize_with = "args::opt_string_like"
-    )]
-    path: Option<String>,
-    #[serde(default, alias = "content", deserialize_with = "args::opt_string_like")]
-    block: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    marker: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    marker_begin: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    marker_end: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    insertafter: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    insertbefore: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    state: Option<String>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    create: bool,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    backup: bool,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    append_newline: bool,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    prepend_newline: bool,
-    #[serde(default, deserialize_with = "args::opt_mode")]
-    mode: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    owner: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    group: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    validate: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    unsafe_writes: Option<bool>,
+    #[serde(default, alias = "dest", alias = "destfile", alias = "name")]
+    path: Option<Text>,
+    #[serde(default, alias = "content")]
+    block: Option<Text>,
+    #[serde(default)]
+    marker: Option<Text>,
+    #[serde(default)]
+    marker_begin: Option<Text>,
+    #[serde(default)]
+    marker_end: Option<Text>,
+    #[serde(default)]
+    insertafter: Option<Text>,
+    #[serde(default)]
+    insertbefore: Option<Text>,
+    #[serde(default)]
+    state: Option<State>,
+    #[serde(default)]
+    create: Flag,
+    #[serde(default)]
+    backup: Flag,
+    #[serde(default)]
+    append_newline: Flag,
+    #[serde(default)]
+    prepend_newline: Flag,
+    #[serde(default)]
+    validate: Option<Text>,
 }
 
 const VALID: &[&str] = &[
@@ -69,11 +59,7 @@ const VALID: &[&str] = &[
     "backup",
     "append_newline",
     "prepend_newline",
-    "mode",
-    "owner",
-    "group",
     "validate",
-    "unsafe_writes",
 ];
 
 /// The block edit, parsed.
@@ -183,63 +169,79 @@ fn edit_block(original: Option<&[u8]>, e: &BlockEdit) -> Result<(Vec<u8>, &'stat
     Ok((result, msg))
 }
 
+/// The arguments, parsed and checked as far as they can be without the host.
+struct Checked {
+    path: String,
+    edit: BlockEdit,
+    create: bool,
+    backup: bool,
+    validate: Option<String>,
+    attrs: FileAttrs,
+}
+
+fn text(t: Option<Text>) -> Option<String> {
+    t.map(|t| t.0)
+}
+
+fn check(raw: VarMap) -> Result<Checked> {
+    let (a, attrs): (BlockArgs, FileAttrs) = parse_with_file_attrs("blockinfile", raw, VALID)?;
+    let path = text(a.path)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "blockinfile: `path` is required"))?;
+    let state = a.state.unwrap_or(State::Present);
+    if a.insertafter.is_some() && a.insertbefore.is_some() {
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            "blockinfile: `insertafter` and `insertbefore` are mutually exclusive",
+        ));
+    }
+    if let Some(v) = &a.validate {
+        check_validate(v.as_str())?;
+    }
+    let marker = text(a.marker).unwrap_or_else(|| "# {mark} ANSIBLE MANAGED BLOCK".to_string());
+    if !marker.contains("{mark}") {
+        return Err(Error::new(ErrorKind::ModuleArgs, format!("blockinfile: marker {:?} has no {{mark}}", marker))
+            .help("the marker must contain {mark}, replaced by marker_begin/marker_end to tell the two lines apart"));
+    }
+    let edit = BlockEdit {
+        block: text(a.block),
+        present: state == State::Present,
+        marker,
+        begin: text(a.marker_begin).unwrap_or_else(|| "BEGIN".into()),
+        end: text(a.marker_end).unwrap_or_else(|| "END".into()),
+        insertafter: text(a.insertafter),
+        insertbefore: text(a.insertbefore),
+        append_newline: a.append_newline.0,
+        prepend_newline: a.prepend_newline.0,
+    };
+    Ok(Checked {
+        path,
+        edit,
+        create: a.create.0,
+        backup: a.backup.0,
+        validate: text(a.validate),
+        attrs,
+    })
+}
+
 /// Ensures a marked block is in (or out of) a file.
 pub struct BlockInFile;
 
 #[async_trait]
-impl Module for BlockInFile {
-    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: BlockArgs = parse_args("blockinfile", raw, VALID)?;
-        let _ = a.unsafe_writes;
-        let path = a.path.clone().filter(|p| !p.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "blockinfile: `path` is required")
-                .at_opt(ctx.span.as_ref())
-        })?;
-        let state = a.state.as_deref().unwrap_or("present");
-        if state != "present" && state != "absent" {
-            return Err(Error::new(
-                ErrorKind::ModuleArgs,
-                format!("blockinfile: unknown state {:?}", state),
-            )
-            .help("state must be `present` or `absent`"));
-        }
-        if a.insertafter.is_some() && a.insertbefore.is_some() {
-            return Err(Error::new(
-                ErrorKind::ModuleArgs,
-                "blockinfile: `insertafter` and `insertbefore` are mutually exclusive",
-            ));
-        }
-        if let Some(v) = &a.validate {
-            check_validate(v)?;
-        }
-        let marker = a
-            .marker
-            .clone()
-            .unwrap_or_else(|| "# {mark} ANSIBLE MANAGED BLOCK".to_string());
-        if !marker.contains("{mark}") {
-            return Err(Error::new(ErrorKind::ModuleArgs, format!("blockinfile: marker {:?} has no {{mark}}", marker))
-                .help("the marker must contain {mark}, replaced by marker_begin/marker_end to tell the two lines apart"));
-        }
-        let edit = BlockEdit {
-            block: a.block.clone(),
-            present: state == "present",
-            marker,
-            begin: a.marker_begin.clone().unwrap_or_else(|| "BEGIN".into()),
-            end: a.marker_end.clone().unwrap_or_else(|| "END".into()),
-            insertafter: a.insertafter.clone(),
-            insertbefore: a.insertbefore.clone(),
-            append_newline: a.append_newline,
-            prepend_newline: a.prepend_newline,
-        };
-        let st = read_for_edit(ctx, &path).await?;
+impl PlanApply for BlockInFile {
+    type Work = EditWork;
+
+    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<EditWork>> {
+        let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let st = read_for_edit(ctx, &c.path).await?;
         if !st.exists {
-            if state == "absent" {
-                return Ok(ModuleResult::ok().msg("file not present"));
+            if !c.edit.present {
+                return Ok(Plan::Done(ModuleResult::ok().msg("file not present")));
             }
-            if !a.create {
+            if !c.create {
                 return Err(Error::new(
                     ErrorKind::Runtime,
-                    format!("Path {} does not exist !", path),
+                    format!("Path {} does not exist !", c.path),
                 )
                 .help("set `create: true` to create the file")
                 .at_opt(ctx.span.as_ref()));
@@ -250,24 +252,32 @@ impl Module for BlockInFile {
         } else {
             None
         };
-        let (new, msg) = edit_block(original, &edit)?;
-        finish_edit(
+        let (new, msg) = edit_block(original, &c.edit)?;
+        plan_edit(
             ctx,
             EditFinish {
-                path: &path,
+                path: &c.path,
                 st: &st,
                 new,
-                attrs: Attrs {
-                    mode: a.mode,
-                    owner: a.owner,
-                    group: a.group,
-                },
-                backup: a.backup,
-                validate: a.validate,
+                attrs: attrs_of(&c.attrs),
+                backup: c.backup,
+                validate: c.validate,
                 msg: msg.to_string(),
             },
         )
-        .await
+    }
+
+    async fn apply(
+        &self,
+        ctx: &ModuleContext,
+        work: EditWork,
+        result: ModuleResult,
+    ) -> Result<ModuleResult> {
+        apply_edit(ctx, work, result).await
+    }
+
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(args.clone()).map(|_| ())
     }
 }
 
@@ -275,6 +285,8 @@ impl Module for BlockInFile {
 mod tests {
     use super::super::remote::testutil::{args, ctx};
     use super::*;
+    use crate::modules::plan::Planned;
+    use crate::modules::Module;
     use serde_json::json;
 
     fn e(block: &str) -> BlockEdit {
@@ -331,7 +343,7 @@ mod tests {
         c.diff = true;
         c.check_mode = true;
         let a = json!({"path": fs, "block": "10.0.0.1 n1\n10.0.0.2 n2", "marker": "# {mark} KUBEKEY HOSTS"});
-        let r = BlockInFile.run(&c, args(a.clone())).await.unwrap();
+        let r = Planned(BlockInFile).run(&c, args(a.clone())).await.unwrap();
         assert!(r.changed);
         assert_eq!(
             std::fs::read_to_string(&f).unwrap(),
@@ -341,13 +353,19 @@ mod tests {
             .after
             .contains("# BEGIN KUBEKEY HOSTS\n10.0.0.1 n1\n"));
         c.check_mode = false;
-        assert!(BlockInFile.run(&c, args(a.clone())).await.unwrap().changed);
+        assert!(
+            Planned(BlockInFile)
+                .run(&c, args(a.clone()))
+                .await
+                .unwrap()
+                .changed
+        );
         assert_eq!(
             std::fs::read_to_string(&f).unwrap(),
             "127.0.0.1 localhost\n# BEGIN KUBEKEY HOSTS\n10.0.0.1 n1\n10.0.0.2 n2\n# END KUBEKEY HOSTS\n"
         );
-        assert!(!BlockInFile.run(&c, args(a)).await.unwrap().changed);
-        let r = BlockInFile
+        assert!(!Planned(BlockInFile).run(&c, args(a)).await.unwrap().changed);
+        let r = Planned(BlockInFile)
             .run(
                 &c,
                 args(json!({"path": fs, "state": "absent", "marker": "# {mark} KUBEKEY HOSTS"})),
@@ -359,7 +377,7 @@ mod tests {
             std::fs::read_to_string(&f).unwrap(),
             "127.0.0.1 localhost\n"
         );
-        let e = BlockInFile
+        let e = Planned(BlockInFile)
             .run(
                 &c,
                 args(json!({"path": fs, "block": "x", "marker": "# no mark"})),
@@ -367,15 +385,35 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.message.contains("{mark}"));
-        let e = BlockInFile
+        let e = Planned(BlockInFile)
             .run(&c, args(json!({"path": fs, "blok": "x"})))
             .await
             .unwrap_err();
         assert!(e.message.contains("blok"));
-        let e = BlockInFile
+        let e = Planned(BlockInFile)
             .run(&c, args(json!({"path": "/nonexistent/kk", "block": "x"})))
             .await
             .unwrap_err();
         assert!(e.message.contains("does not exist"));
+    }
+
+    #[test]
+    fn validate_at_load() {
+        let check = |a: serde_json::Value| BlockInFile.validate(&args(a));
+        assert!(check(json!({"path": "/etc/hosts", "block": "x", "owner": 0})).is_ok());
+        let e = check(json!({"path": "/etc/hosts", "state": "on"})).unwrap_err();
+        assert!(
+            e.message.contains("blockinfile")
+                && e.message.contains("`state`")
+                && e.message.contains("present, absent"),
+            "{}",
+            e.message
+        );
+        let e = check(json!({"path": "/etc/hosts", "blok": "x"})).unwrap_err();
+        assert!(e.message.contains("blockinfile") && e.message.contains("blok"));
+        let e = check(json!({"block": "x"})).unwrap_err();
+        assert!(e.message.contains("blockinfile: `path` is required"));
+        let e = check(json!({"path": "/x", "marker": "# no mark"})).unwrap_err();
+        assert!(e.message.contains("{mark}"));
     }
 }

@@ -4,6 +4,7 @@
 //! walks itself. Lookups, "did you mean" candidates and the loader's checks are all
 //! derived from [`REGISTRY`], so a module is added in one place.
 
+use super::plan::Planned;
 use super::{
     assert, blockinfile, command, copy, debug, fail, fetch, file, gen_cert, get_url, image,
     include_vars, inventory, lineinfile, package, pause, script, set_fact, setup, stat,
@@ -119,8 +120,8 @@ pub static REGISTRY: &[Entry] = &[
     module("template", &template::Template),
     module("file", &file::File),
     module("stat", &stat::Stat),
-    module("lineinfile", &lineinfile::LineInFile),
-    module("blockinfile", &blockinfile::BlockInFile),
+    module("lineinfile", &Planned(lineinfile::LineInFile)),
+    module("blockinfile", &Planned(blockinfile::BlockInFile)),
     module("fetch", &fetch::Fetch),
     with_form(module("script", &script::Script), FreeForm::CommandLine),
     with_form(
