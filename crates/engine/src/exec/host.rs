@@ -36,30 +36,8 @@ impl Runner {
         let view = self.view(pc, inner, host, None, hv);
         let ctx = view.context();
         let no_log = self.flag(&inner.attrs.no_log, &ctx).unwrap_or(false);
-        let mut outcome = HostOutcome {
-            host: host.to_string(),
-            status: Status::Ok,
-            ignored: false,
-            result: Value::Null,
-            extras: Extras::default(),
-            no_log,
-        };
-        let fail = |mut o: HostOutcome, e: Error| {
-            o.status = if e.kind == ErrorKind::Connection {
-                Status::Unreachable
-            } else {
-                Status::Failed
-            };
-            let mut msg = e.render();
-            if let Some(stripped) = msg.strip_prefix("error: ") {
-                msg = stripped.trim_end().to_string();
-            }
-            o.result = json!({"failed": true, "changed": false, "msg": msg});
-            if o.status == Status::Unreachable {
-                o.result["unreachable"] = Value::Bool(true);
-            }
-            o
-        };
+        let mut outcome = HostOutcome::new(host, no_log);
+        let fail = HostOutcome::fail;
         let ignore_errors = match self.flag(&inner.attrs.ignore_errors, &ctx) {
             Ok(b) => b,
             Err(e) => return fail(outcome, e.at(&t.span)),

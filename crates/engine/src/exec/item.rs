@@ -43,6 +43,10 @@ pub(super) struct Prepared {
     pub(super) mctx: ModuleContext,
     /// Side effects decided before the run (`delegated`).
     pub(super) extras: Extras,
+    /// `retries` for this item (used with `until`).
+    pub(super) retries: Option<u64>,
+    /// `delay` in seconds between attempts.
+    pub(super) delay: Option<f64>,
 }
 
 /// The result of an item that failed with `e` before or while its module ran.
@@ -71,6 +75,8 @@ pub(super) fn item_error(e: Error) -> ItemResult {
 pub(super) struct Extras {
     /// `delegate_to`: the host it ran on.
     pub(super) delegated: Option<String>,
+    /// `delegate_facts`: facts go to the host it ran on.
+    pub(super) delegate_facts: bool,
     /// Gathered facts.
     pub(super) facts: Option<VarMap>,
     /// Variables read from files.
@@ -117,6 +123,9 @@ impl Extras {
 
     /// Adds what a later loop item asked for.
     pub(super) fn merge(&mut self, o: Extras) {
+        if o.delegated.is_some() {
+            self.delegate_facts = o.delegate_facts;
+        }
         self.delegated = o.delegated.or(self.delegated.take());
         if let Some(f) = o.facts {
             let mut cur = self.facts.take().unwrap_or_default();
@@ -258,15 +267,21 @@ impl Runner {
             Ok(c) => c,
             Err(e) => return err(e),
         };
+        if delegate.is_some() {
+            extras.delegate_facts = match self.flag(&inner.attrs.delegate_facts, &ctx) {
+                Ok(b) => b,
+                Err(e) => return err(e.at(&t.span)),
+            };
+        }
         extras.delegated = delegate;
         let become_ = match self.flag(&inner.attrs.become_, &ctx) {
             Ok(true) => {
-                let user = match &inner.attrs.become_user {
-                    Some(u) => match self.templar.render_value(u, &ctx) {
-                        Ok(v) => value_text(&v),
-                        Err(e) => return err(e.at(&t.span)),
-                    },
-                    None => "root".into(),
+                if let Err(e) = self.keyword(&inner.attrs.become_method, &ctx) {
+                    return err(e.at(&t.span));
+                }
+                let user = match self.keyword(&inner.attrs.become_user, &ctx) {
+                    Ok(u) => u.unwrap_or_else(|| "root".into()),
+                    Err(e) => return err(e.at(&t.span)),
                 };
                 // The become password, else the login password (KubeKey's connector
                 // password serves both); sudo is asked for it only if it wants one.
@@ -311,23 +326,29 @@ impl Runner {
                 Err(e) => return err(e.at(&t.span)),
             }
         }
-        let check_mode = match &inner.attrs.check_mode {
-            Some(v) => match self.flag(&Some(v.clone()), &ctx) {
-                Ok(b) => b,
-                Err(e) => return err(e.at(&t.span)),
-            },
-            None => self.opts.check,
+        let check_mode = match self.keyword(&inner.attrs.check_mode, &ctx) {
+            Ok(b) => b.unwrap_or(self.opts.check),
+            Err(e) => return err(e.at(&t.span)),
         };
-        let timeout = inner
-            .attrs
-            .timeout
-            .as_ref()
-            .and_then(|v| {
-                v.as_u64()
-                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-            })
-            .filter(|s| *s > 0)
-            .map(Duration::from_secs);
+        let diff = match self.keyword(&inner.attrs.diff, &ctx) {
+            Ok(b) => b.unwrap_or(self.opts.diff),
+            Err(e) => return err(e.at(&t.span)),
+        };
+        // `timeout: 0` is no timeout, as in Ansible.
+        let timeout = match self.keyword(&inner.attrs.timeout, &ctx) {
+            Ok(s) => s.filter(|s| *s > 0).map(Duration::from_secs),
+            Err(e) => return err(e.at(&t.span)),
+        };
+        // `retries` and `delay` are read here, with the item's variables, so a wrong value
+        // fails the item before its module runs.
+        let retries = match self.keyword(&t.own.retries, &ctx) {
+            Ok(r) => r,
+            Err(e) => return err(e.at(&t.span)),
+        };
+        let delay = match self.keyword(&t.own.delay, &ctx) {
+            Ok(d) => d.map(|d| d.0),
+            Err(e) => return err(e.at(&t.span)),
+        };
         let mut search_dirs: Vec<std::path::PathBuf> = inner
             .roles
             .iter()
@@ -340,7 +361,7 @@ impl Runner {
             host: host.to_string(),
             conn,
             check_mode,
-            diff: self.opts.diff,
+            diff,
             become_,
             env,
             timeout,
@@ -359,6 +380,8 @@ impl Runner {
             imp,
             mctx,
             extras,
+            retries,
+            delay,
         })
     }
 
@@ -389,33 +412,17 @@ impl Runner {
             imp,
             mctx,
             mut extras,
+            retries,
+            delay,
         } = p;
         let err = item_error;
         let timeout = mctx.timeout;
         let retries = match &t.own.until {
-            Some(_) => {
-                t.own
-                    .retries
-                    .as_ref()
-                    .and_then(|v| {
-                        v.as_u64()
-                            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-                    })
-                    // ansible-core 2.19 makes `retries` the total number of attempts.
-                    .unwrap_or(3)
-                    .max(1)
-            }
+            // ansible-core 2.19 makes `retries` the total number of attempts.
+            Some(_) => retries.unwrap_or(3).max(1),
             None => 1,
         };
-        let delay = t
-            .own
-            .delay
-            .as_ref()
-            .and_then(|v| {
-                v.as_f64()
-                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-            })
-            .unwrap_or(if t.own.until.is_some() { 5.0 } else { 0.0 });
+        let delay = delay.unwrap_or(if t.own.until.is_some() { 5.0 } else { 0.0 });
         let mut attempt = 0;
         loop {
             attempt += 1;

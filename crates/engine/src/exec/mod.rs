@@ -99,7 +99,7 @@ struct Scope {
     rescuable: bool,
 }
 
-fn pick(inner: &Option<Value>, outer: &Option<Value>) -> Option<Value> {
+fn pick<T: Clone>(inner: &Option<T>, outer: &Option<T>) -> Option<T> {
     inner.clone().or_else(|| outer.clone())
 }
 
@@ -128,7 +128,7 @@ impl Scope {
                 tags,
                 become_: pick(&a.become_, &o.become_),
                 become_user: pick(&a.become_user, &o.become_user),
-                become_method: a.become_method.clone().or_else(|| o.become_method.clone()),
+                become_method: pick(&a.become_method, &o.become_method),
                 environment: None,
                 ignore_errors: pick(&a.ignore_errors, &o.ignore_errors),
                 ignore_unreachable: pick(&a.ignore_unreachable, &o.ignore_unreachable),
@@ -154,6 +154,8 @@ impl Scope {
 /// State of one play (or one `serial` batch of it).
 struct PlayCtx {
     play: Play,
+    /// The play's own keywords, resolved once for the play.
+    kw: play::PlayKeywords,
     name: String,
     vars: Arc<VarMap>,
     /// `vars_files`, rendered and loaded per host (their names may use host variables).

@@ -13,11 +13,59 @@ use serde_json::Value;
 use super::walk::play_hosts_map;
 use super::{PlayCtx, Runner, Scope};
 use crate::error::{Error, ErrorKind, Result};
-use crate::project::{Inherited, Play, Strategy, Task, TaskKind};
+use crate::project::{
+    BatchSize, Inherited, Keyword, KeywordValue, Play, Serial, Strategy, Task, TaskKind,
+};
 use crate::report::Event;
 use crate::vars::{Layers, Magic, VarMap, VarView};
 
+/// Keywords of the play itself (not inherited by its tasks), resolved once per play with
+/// the play's variables and the extra vars, as ansible-core does.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PlayKeywords {
+    /// `serial`.
+    serial: Option<Serial>,
+    /// `strategy`.
+    pub(super) strategy: Strategy,
+    /// `gather_facts` (default true).
+    gather_facts: bool,
+    /// `force_handlers`.
+    pub(super) force_handlers: bool,
+    /// `max_fail_percentage`.
+    pub(super) max_fail_percentage: Option<f64>,
+}
+
 impl Runner {
+    /// Variables a play's keywords and name see: config, play vars, extra vars.
+    fn play_view(&self, play: &Play) -> Arc<VarView> {
+        let mut l = Layers::default();
+        l.push(self.config.clone());
+        l.push(play.attrs.vars.clone());
+        l.push(self.extra.clone());
+        VarView::new(l, Magic::default(), self.templar.clone())
+    }
+
+    fn play_keywords(&self, play: &Play) -> Result<PlayKeywords> {
+        let ctx = self.play_view(play).context();
+        fn get<T: KeywordValue>(
+            me: &Runner,
+            k: &Option<Keyword<T>>,
+            ctx: &minijinja::Value,
+        ) -> Result<Option<T>> {
+            match k {
+                None => Ok(None),
+                Some(k) => k.resolve(&me.templar, ctx),
+            }
+        }
+        Ok(PlayKeywords {
+            serial: get(self, &play.serial, &ctx)?,
+            strategy: get(self, &play.strategy, &ctx)?.unwrap_or_default(),
+            gather_facts: get(self, &play.gather_facts, &ctx)?.unwrap_or(true),
+            force_handlers: get(self, &play.force_handlers, &ctx)?.unwrap_or(false),
+            max_fail_percentage: get(self, &play.max_fail_percentage, &ctx)?.map(|p| p.0),
+        })
+    }
+
     /// Resolves the play's host patterns (templated with extra vars and config).
     fn play_hosts(&self, play: &Play) -> Result<Vec<String>> {
         let mut l = Layers::default();
@@ -72,7 +120,8 @@ impl Runner {
                 ));
                 return Ok(true);
             }
-            for full in serial_batches(&play.serial, &matched)? {
+            let kw = self.play_keywords(&play)?;
+            for full in serial_batches(kw.serial.as_ref(), &matched) {
                 let batch: Vec<String> = full.iter().filter(|h| !gone(h)).cloned().collect();
                 if batch.is_empty() {
                     // A batch of hosts that all failed earlier: Ansible starts it and
@@ -83,7 +132,7 @@ impl Runner {
                     });
                     continue;
                 }
-                let pc = Arc::new(self.prepare_play(&play, &batch, full.len(), &hosts)?);
+                let pc = Arc::new(self.prepare_play(&play, &kw, &batch, full.len(), &hosts)?);
                 self.emit(Event::PlayStart {
                     play: pc.name.clone(),
                     hosts: batch.clone(),
@@ -117,17 +166,14 @@ impl Runner {
     fn prepare_play(
         &self,
         play: &Play,
+        kw: &PlayKeywords,
         batch: &[String],
         batch_size: usize,
         all: &[String],
     ) -> Result<PlayCtx> {
         let vars = (*play.attrs.vars).clone();
         let name = if crate::template::is_template(&play.name) {
-            let mut l = Layers::default();
-            l.push(self.config.clone());
-            l.push(Arc::new(vars.clone()));
-            l.push(self.extra.clone());
-            let v = VarView::new(l, Magic::default(), self.templar.clone());
+            let v = self.play_view(play);
             crate::project::value_text(
                 &self
                     .templar
@@ -195,6 +241,7 @@ impl Runner {
         let magic = self.play_magic(all, &name);
         Ok(PlayCtx {
             play: play.clone(),
+            kw: kw.clone(),
             name,
             vars: Arc::new(vars),
             host_vars_files,
@@ -218,11 +265,7 @@ impl Runner {
                 environment: pc.play.attrs.environment.iter().cloned().collect(),
                 ..Default::default()
             };
-            let gather = match &pc.play.gather_facts {
-                None => true,
-                Some(v) => crate::ansible::to_bool(v).unwrap_or(true),
-            };
-            if gather {
+            if pc.kw.gather_facts {
                 self.gather_facts(&pc, &scope).await;
             }
             let sections: [(&str, Vec<Task>); 3] = [
@@ -243,7 +286,7 @@ impl Runner {
                     continue;
                 }
                 let hosts = self.active(&pc, &pc.batch);
-                if pc.play.strategy == Strategy::Free {
+                if pc.kw.strategy == Strategy::Free {
                     let futs = hosts.iter().map(|h| {
                         self.clone().run_list(
                             pc.clone(),
@@ -314,67 +357,50 @@ fn collect_static_roles(
     }
 }
 
-/// Splits hosts into `serial` batches: an int, "N%", or a list of them (the last repeats).
-fn serial_batches(serial: &Option<Value>, hosts: &[String]) -> Result<Vec<Vec<String>>> {
-    let Some(serial) = serial else {
-        return Ok(vec![hosts.to_vec()]);
-    };
-    let sizes: Vec<Value> = match serial {
-        Value::Array(items) => items.clone(),
-        other => vec![other.clone()],
+/// Splits hosts into `serial` batches: sizes in order, the last one repeating; a
+/// percentage is of all the play's hosts, rounded down, at least one host.
+fn serial_batches(serial: Option<&Serial>, hosts: &[String]) -> Vec<Vec<String>> {
+    let sizes = match serial {
+        Some(Serial(sizes)) if !sizes.is_empty() => sizes,
+        _ => return vec![hosts.to_vec()],
     };
     let total = hosts.len();
-    let size_of = |v: &Value| -> Result<usize> {
-        let n = match v {
-            Value::Number(n) => n.as_f64().unwrap_or(0.0) as usize,
-            Value::String(s) if s.trim().ends_with('%') => {
-                let pct: f64 = s.trim().trim_end_matches('%').parse().map_err(|_| {
-                    Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s))
-                })?;
-                ((total as f64) * pct / 100.0) as usize
-            }
-            Value::String(s) => s
-                .trim()
-                .parse()
-                .map_err(|_| Error::new(ErrorKind::Syntax, format!("bad serial value {:?}", s)))?,
-            other => {
-                return Err(Error::new(
-                    ErrorKind::Syntax,
-                    format!("bad serial value {}", other),
-                ))
-            }
+    let size_of = |b: &BatchSize| -> usize {
+        let n = match *b {
+            BatchSize::Hosts(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            BatchSize::Percent(pct) => ((total as f64) * pct / 100.0) as usize,
         };
-        Ok(n.max(1))
+        n.max(1)
     };
-    if sizes.is_empty() {
-        return Ok(vec![hosts.to_vec()]);
-    }
     let mut out = Vec::new();
     let mut i = 0;
     let mut k = 0;
     while i < total {
-        let n = size_of(&sizes[k.min(sizes.len() - 1)])?;
-        let end = (i + n).min(total);
+        let n = size_of(&sizes[k.min(sizes.len() - 1)]);
+        let end = i.saturating_add(n).min(total);
         out.push(hosts[i..end].to_vec());
         i = end;
         k += 1;
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::serial_batches;
-    use serde_json::json;
+    use crate::project::{BatchSize, Serial};
 
     #[test]
     pub(super) fn serial() {
         let hosts: Vec<String> = (1..=5).map(|i| format!("h{}", i)).collect();
-        let b = serial_batches(&Some(json!(2)), &hosts).unwrap();
+        let b = serial_batches(Some(&Serial(vec![BatchSize::Hosts(2)])), &hosts);
         assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 2, 1]);
-        let b = serial_batches(&Some(json!([1, "50%"])), &hosts).unwrap();
+        let half = Serial(vec![BatchSize::Hosts(1), BatchSize::Percent(50.0)]);
+        let b = serial_batches(Some(&half), &hosts);
         assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![1, 2, 2]);
-        let b = serial_batches(&None, &hosts).unwrap();
+        let b = serial_batches(None, &hosts);
+        assert_eq!(b.len(), 1);
+        let b = serial_batches(Some(&Serial(vec![BatchSize::Hosts(u64::MAX)])), &hosts);
         assert_eq!(b.len(), 1);
     }
 }

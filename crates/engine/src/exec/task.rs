@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 use super::item::Extras;
 use super::{PlayCtx, Runner, Scope};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::modules;
-use crate::project::{value_text, Task, TaskKind};
+use crate::project::{value_text, Keyword, KeywordValue, Task, TaskKind};
 use crate::report::{Event, Status};
 use crate::vars::VarMap;
 
@@ -30,21 +30,60 @@ pub(super) struct HostOutcome {
 const CENSORED: &str =
     "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
 
+impl HostOutcome {
+    /// A host's outcome before the task ran: ok, no result yet.
+    pub(super) fn new(host: &str, no_log: bool) -> HostOutcome {
+        HostOutcome {
+            host: host.to_string(),
+            status: Status::Ok,
+            ignored: false,
+            result: Value::Null,
+            extras: Extras::default(),
+            no_log,
+        }
+    }
+
+    /// The outcome of a task that failed with `e` before its module ran (or could not
+    /// reach the host).
+    pub(super) fn fail(mut self, e: Error) -> HostOutcome {
+        self.status = if e.kind == ErrorKind::Connection {
+            Status::Unreachable
+        } else {
+            Status::Failed
+        };
+        let mut msg = e.render();
+        if let Some(stripped) = msg.strip_prefix("error: ") {
+            msg = stripped.trim_end().to_string();
+        }
+        self.result = json!({"failed": true, "changed": false, "msg": msg});
+        if self.status == Status::Unreachable {
+            self.result["unreachable"] = Value::Bool(true);
+        }
+        self
+    }
+}
+
 /// Ansible's boolean reading of a keyword's value.
 pub(super) fn is_true(v: &Value) -> bool {
     crate::ansible::to_bool(v).unwrap_or(false)
 }
 
 impl Runner {
-    /// Evaluates a keyword that may be a literal or a template, as a boolean.
-    pub(super) fn flag(&self, v: &Option<Value>, ctx: &minijinja::Value) -> Result<bool> {
-        match v {
-            None => Ok(false),
-            Some(Value::String(s)) if crate::template::is_template(s) => {
-                Ok(is_true(&self.templar.render_str(s, ctx)?))
-            }
-            Some(v) => Ok(is_true(v)),
+    /// A typed keyword's value for one host (`None`: not set, or set to `omit`).
+    pub(super) fn keyword<T: KeywordValue>(
+        &self,
+        k: &Option<Keyword<T>>,
+        ctx: &minijinja::Value,
+    ) -> Result<Option<T>> {
+        match k {
+            None => Ok(None),
+            Some(k) => k.resolve(&self.templar, ctx),
         }
+    }
+
+    /// A boolean keyword's value for one host (false when not set).
+    pub(super) fn flag(&self, k: &Option<Keyword<bool>>, ctx: &minijinja::Value) -> Result<bool> {
+        Ok(self.keyword(k, ctx)?.unwrap_or(false))
     }
 
     pub(super) fn run_tasks_on_hosts(
@@ -78,21 +117,28 @@ impl Runner {
                 TaskKind::Module { module, .. } => module.clone(),
                 _ => String::new(),
             };
-            let run_once = match self.flag(&inner.attrs.run_once, &first_view.context()) {
+            // `run_once` and `throttle` decide who runs the task, so they are read once,
+            // with the first host's variables; a wrong value fails the task on every host.
+            let first_ctx = first_view.context();
+            let mut task_error: Option<Error> = None;
+            let run_once = match self.flag(&inner.attrs.run_once, &first_ctx) {
                 Ok(b) => b || modules::runs_once(&module),
-                Err(_) => false,
+                Err(e) => {
+                    task_error = Some(e.at(&t.span));
+                    false
+                }
             };
             let targets = if run_once {
                 vec![hosts[0].clone()]
             } else {
                 hosts.clone()
             };
-            let throttle = match &inner.attrs.throttle {
-                Some(v) => v
-                    .as_u64()
-                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-                    .unwrap_or(0) as usize,
-                None => 0,
+            let throttle = match self.keyword(&inner.attrs.throttle, &first_ctx) {
+                Ok(n) => usize::try_from(n.unwrap_or(0)).unwrap_or(usize::MAX),
+                Err(e) => {
+                    task_error.get_or_insert(e.at(&t.span));
+                    0
+                }
             };
             // `throttle` limits this task; `--forks` (the run's semaphore) every task at once.
             let throttle = (throttle > 0 && throttle < self.opts.forks.max(1))
@@ -101,6 +147,7 @@ impl Runner {
             let total = targets.len();
             let futs = targets.iter().map(|h| {
                 let done = done.clone();
+                let task_error = task_error.clone();
                 let (me, pc, t, inner, hv, throttle, h) = (
                     self.clone(),
                     pc.clone(),
@@ -111,6 +158,9 @@ impl Runner {
                     h.clone(),
                 );
                 async move {
+                    if let Some(e) = task_error {
+                        return HostOutcome::new(&h, false).fail(e);
+                    }
                     let _throttled = match &throttle {
                         Some(s) => Some(s.acquire().await),
                         None => None,
@@ -153,7 +203,7 @@ impl Runner {
             let fatal = !failed_here.is_empty()
                 && (run_once
                     || self
-                        .flag(&inner.attrs.any_errors_fatal, &first_view.context())
+                        .flag(&inner.attrs.any_errors_fatal, &first_ctx)
                         .unwrap_or(false));
             if fatal {
                 for h in &pc.batch {
@@ -171,7 +221,7 @@ impl Runner {
             }
             // max_fail_percentage: failures a rescue will handle do not count, the batch
             // size includes hosts that failed in earlier plays; exceeding it ends the run.
-            if let Some(pct) = pc.play.max_fail_percentage {
+            if let Some(pct) = pc.kw.max_fail_percentage {
                 let failed = pc
                     .batch
                     .iter()
@@ -241,11 +291,8 @@ impl Runner {
             self.set_runtime(&o.host, m);
         }
         let fact_target = |h: &String| -> String {
-            match (
-                &o.extras.delegated,
-                inner.attrs.delegate_facts.as_ref().map(is_true),
-            ) {
-                (Some(d), Some(true)) => d.clone(),
+            match &o.extras.delegated {
+                Some(d) if o.extras.delegate_facts => d.clone(),
                 _ => h.clone(),
             }
         };

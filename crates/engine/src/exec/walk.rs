@@ -282,9 +282,7 @@ impl Runner {
                                 .notified
                                 .iter()
                                 .any(|n| *n == hname || listens.contains(n));
-                            hit && !s.unreachable
-                                && !s.ended
-                                && (!s.failed || pc.play.force_handlers)
+                            hit && !s.unreachable && !s.ended && (!s.failed || pc.kw.force_handlers)
                         })
                         .cloned()
                         .collect()

@@ -11,9 +11,11 @@ use serde_json::Value;
 use crate::error::Span;
 use crate::vars::VarMap;
 
+pub mod keyword;
 pub mod kv;
 pub mod load;
 
+pub use keyword::{BatchSize, BecomeMethod, Keyword, KeywordValue, Percent, Seconds, Serial};
 pub use load::{load_playbook, Loader};
 
 /// A loaded playbook: its plays, imports already inlined.
@@ -43,35 +45,35 @@ pub struct Inherited {
     /// Tags of this node (children add theirs).
     pub tags: Vec<String>,
     /// `become`.
-    pub become_: Option<Value>,
+    pub become_: Option<Keyword<bool>>,
     /// `become_user`.
-    pub become_user: Option<Value>,
+    pub become_user: Option<Keyword<String>>,
     /// `become_method` (only sudo is supported).
-    pub become_method: Option<String>,
+    pub become_method: Option<Keyword<BecomeMethod>>,
     /// `environment`, merged outer to inner.
     pub environment: Option<Value>,
     /// `ignore_errors`.
-    pub ignore_errors: Option<Value>,
+    pub ignore_errors: Option<Keyword<bool>>,
     /// `ignore_unreachable`.
-    pub ignore_unreachable: Option<Value>,
+    pub ignore_unreachable: Option<Keyword<bool>>,
     /// `check_mode`.
-    pub check_mode: Option<Value>,
+    pub check_mode: Option<Keyword<bool>>,
     /// `diff`.
-    pub diff: Option<Value>,
+    pub diff: Option<Keyword<bool>>,
     /// `no_log`.
-    pub no_log: Option<Value>,
+    pub no_log: Option<Keyword<bool>>,
     /// `run_once`.
-    pub run_once: Option<Value>,
+    pub run_once: Option<Keyword<bool>>,
     /// `delegate_to`.
     pub delegate_to: Option<Value>,
     /// `delegate_facts`.
-    pub delegate_facts: Option<Value>,
+    pub delegate_facts: Option<Keyword<bool>>,
     /// `any_errors_fatal`.
-    pub any_errors_fatal: Option<Value>,
+    pub any_errors_fatal: Option<Keyword<bool>>,
     /// `timeout` in seconds.
-    pub timeout: Option<Value>,
+    pub timeout: Option<Keyword<u64>>,
     /// `throttle`.
-    pub throttle: Option<Value>,
+    pub throttle: Option<Keyword<u64>>,
     /// `vars` of this node, visible only inside it.
     pub vars: Arc<VarMap>,
 }
@@ -84,7 +86,7 @@ pub struct Play {
     /// `hosts`: a pattern string or list of patterns.
     pub hosts: Value,
     /// `gather_facts` (default true).
-    pub gather_facts: Option<Value>,
+    pub gather_facts: Option<Keyword<bool>>,
     /// `vars_files`, relative to the playbook dir, templated at run time.
     pub vars_files: Vec<(Value, Span)>,
     /// `pre_tasks`.
@@ -98,13 +100,13 @@ pub struct Play {
     /// `handlers` (plus every role's handlers).
     pub handlers: Vec<Task>,
     /// `serial`: int, "N%", or a list of them.
-    pub serial: Option<Value>,
-    /// `strategy`.
-    pub strategy: Strategy,
+    pub serial: Option<Keyword<Serial>>,
+    /// `strategy` (linear when absent).
+    pub strategy: Option<Keyword<Strategy>>,
     /// `max_fail_percentage`.
-    pub max_fail_percentage: Option<f64>,
+    pub max_fail_percentage: Option<Keyword<Percent>>,
     /// `force_handlers`.
-    pub force_handlers: bool,
+    pub force_handlers: Option<Keyword<bool>>,
     /// Keywords inherited by every task (including play `vars`).
     pub attrs: Inherited,
     /// Directory of the playbook file that defines the play.
@@ -213,9 +215,9 @@ pub struct TaskOwn {
     /// `until`.
     pub until: Option<Value>,
     /// `retries`.
-    pub retries: Option<Value>,
+    pub retries: Option<Keyword<u64>>,
     /// `delay`.
-    pub delay: Option<Value>,
+    pub delay: Option<Keyword<Seconds>>,
     /// `notify`.
     pub notify: Vec<String>,
     /// `listen` (handlers).

@@ -1,0 +1,255 @@
+//! Reading playbooks, task files and roles from disk into [`Play`]s and [`Task`]s.
+//!
+//! Paths resolve as Ansible resolves them: imports relative to the importing file,
+//! roles under `roles/` next to the playbook (and next to its parent, KubeKey's
+//! project layout), role files from the role first.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Keyword, Play, Playbook, RoleScope, Task};
+use crate::error::{did_you_mean, Error, ErrorKind, Result, Span};
+use crate::modules;
+use crate::yaml::{self, Node, Yaml};
+
+use keywords::parse_inherited;
+pub use keywords::{PLAY_KEYWORDS, TASK_KEYWORDS};
+
+mod keywords;
+mod roles;
+mod task;
+
+/// Loads files, remembering what the current file and role are.
+#[derive(Debug, Clone)]
+pub struct Loader {
+    /// Directory of the top playbook (`playbook_dir`).
+    pub playbook_dir: PathBuf,
+    /// Extra directories searched for roles, before the built-in ones.
+    pub roles_path: Vec<PathBuf>,
+}
+
+/// Where the entries being parsed come from.
+#[derive(Debug, Clone)]
+struct FileCtx {
+    dir: PathBuf,
+    role: Option<RoleScope>,
+    stack: Vec<PathBuf>,
+}
+
+/// Loads a playbook file and everything it imports.
+pub fn load_playbook(path: &Path, roles_path: Vec<PathBuf>) -> Result<Playbook> {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let loader = Loader {
+        playbook_dir: dir,
+        roles_path,
+    };
+    let mut stack = Vec::new();
+    let plays = loader.load_plays(path, &mut stack, None)?;
+    Ok(Playbook {
+        plays,
+        path: path.to_path_buf(),
+    })
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn cycle_error(stack: &[PathBuf], path: &Path, span: Option<&Span>) -> Error {
+    let mut chain: Vec<String> = stack.iter().map(|p| p.display().to_string()).collect();
+    chain.push(path.display().to_string());
+    Error::new(
+        ErrorKind::Syntax,
+        format!("import cycle: {}", chain.join(" -> ")),
+    )
+    .at_opt(span)
+    .help("a file may not import itself, directly or through other files")
+}
+
+impl Loader {
+    fn load_plays(
+        &self,
+        path: &Path,
+        stack: &mut Vec<PathBuf>,
+        span: Option<&Span>,
+    ) -> Result<Vec<Play>> {
+        let key = canonical(path);
+        if stack.contains(&key) {
+            return Err(cycle_error(stack, path, span));
+        }
+        let root = yaml::load_file(path).map_err(|e| e.at_opt(span))?;
+        stack.push(key);
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let items = match &root.value {
+            Yaml::Seq(items) => items,
+            Yaml::Null => return Ok(Vec::new()),
+            _ => return Err(root.expected("a list of plays")),
+        };
+        let mut plays = Vec::new();
+        for item in items {
+            if let Some(imp) = item.get("import_playbook") {
+                let name = imp
+                    .as_str()
+                    .ok_or_else(|| imp.expected("a playbook path"))?;
+                let target = resolve_first(&[dir.join(name), dir.join("playbooks").join(name)])
+                    .ok_or_else(|| {
+                        Error::syntax(format!("imported playbook `{}` not found", name), &imp.span)
+                            .note(format!("looked in {}", dir.display()))
+                    })?;
+                plays.extend(self.load_plays(&target, stack, Some(&imp.span))?);
+                continue;
+            }
+            plays.push(self.parse_play(item, &dir, stack)?);
+        }
+        stack.pop();
+        Ok(plays)
+    }
+
+    fn parse_play(&self, node: &Node, dir: &Path, stack: &[PathBuf]) -> Result<Play> {
+        if !matches!(node.value, Yaml::Map(_)) {
+            return Err(node.expected("a play (a mapping with `hosts:`)"));
+        }
+        for (k, v) in node.entries() {
+            if !PLAY_KEYWORDS.contains(&k.as_str()) {
+                let mut e = Error::syntax(format!("unknown play keyword `{}`", k), &v.span);
+                if let Some(s) = did_you_mean(k, PLAY_KEYWORDS.iter().copied()) {
+                    e = e.help(format!("did you mean `{}`?", s));
+                } else if TASK_KEYWORDS.contains(&k.as_str())
+                    || modules::lookup(modules::canonical_name(k)).is_some()
+                {
+                    e = e.help("tasks go under `tasks:` (or pre_tasks/post_tasks), not directly in the play");
+                }
+                return Err(e);
+            }
+        }
+        let hosts = node.get("hosts").ok_or_else(|| {
+            Error::syntax("play has no `hosts:`", &node.span)
+                .help("add `hosts: all` or a group or host pattern")
+        })?;
+        let hosts_value = hosts.to_value();
+        if !matches!(hosts_value, Value::String(_) | Value::Array(_)) {
+            return Err(hosts.expected("a host pattern (string) or a list of patterns"));
+        }
+        let ctx = FileCtx {
+            dir: dir.to_path_buf(),
+            role: None,
+            stack: stack.to_vec(),
+        };
+        let attrs = parse_inherited(node)?;
+        let mut vars_files = Vec::new();
+        if let Some(vf) = node.get("vars_files") {
+            match &vf.value {
+                Yaml::Seq(items) => {
+                    for i in items {
+                        vars_files.push((i.to_value(), i.span.clone()));
+                    }
+                }
+                Yaml::Str(_) => vars_files.push((vf.to_value(), vf.span.clone())),
+                _ => return Err(vf.expected("a list of files")),
+            }
+        }
+        let mut handlers = self.parse_task_list(node.get("handlers"), &ctx)?;
+        let mut roles = Vec::new();
+        if let Some(r) = node.get("roles") {
+            let Yaml::Seq(items) = &r.value else {
+                return Err(r.expected("a list of roles"));
+            };
+            let mut seen = HashSet::new();
+            for item in items {
+                self.load_role_ref(item, &ctx, &mut roles, &mut handlers, &mut seen)?;
+            }
+        }
+        Ok(Play {
+            name: node
+                .get("name")
+                .map(|n| value_string(&n.to_value()))
+                .unwrap_or_else(|| match &hosts_value {
+                    Value::Array(items) => {
+                        items.iter().map(value_string).collect::<Vec<_>>().join(",")
+                    }
+                    other => value_string(other),
+                }),
+            hosts: hosts_value,
+            gather_facts: Keyword::from_node(node, "gather_facts")?,
+            vars_files,
+            pre_tasks: self.parse_task_list(node.get("pre_tasks"), &ctx)?,
+            roles,
+            tasks: self.parse_task_list(node.get("tasks"), &ctx)?,
+            post_tasks: self.parse_task_list(node.get("post_tasks"), &ctx)?,
+            handlers,
+            serial: Keyword::from_node(node, "serial")?,
+            strategy: Keyword::from_node(node, "strategy")?,
+            max_fail_percentage: Keyword::from_node(node, "max_fail_percentage")?,
+            force_handlers: Keyword::from_node(node, "force_handlers")?,
+            attrs,
+            dir: dir.to_path_buf(),
+            span: node.span.clone(),
+        })
+    }
+
+    fn parse_task_list(&self, node: Option<&Node>, ctx: &FileCtx) -> Result<Vec<Task>> {
+        let Some(node) = node else {
+            return Ok(Vec::new());
+        };
+        match &node.value {
+            Yaml::Null => Ok(Vec::new()),
+            Yaml::Seq(items) => items.iter().map(|i| self.parse_task(i, ctx)).collect(),
+            _ => Err(node.expected("a list of tasks")),
+        }
+    }
+
+    /// Loads a task file (for `include_tasks` at run time and `import_tasks` at load time).
+    pub fn load_task_file(
+        &self,
+        path: &Path,
+        role: Option<RoleScope>,
+        stack: &[PathBuf],
+        span: Option<&Span>,
+    ) -> Result<Vec<Task>> {
+        let key = canonical(path);
+        if stack.contains(&key) {
+            return Err(cycle_error(stack, path, span));
+        }
+        let root = yaml::load_file(path).map_err(|e| e.at_opt(span))?;
+        let mut stack = stack.to_vec();
+        stack.push(key);
+        let ctx = FileCtx {
+            dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            role,
+            stack,
+        };
+        self.parse_task_list(Some(&root), &ctx)
+    }
+
+    /// Finds a task file named by an include: next to the including file, in the role's
+    /// `tasks/`, then in the playbook dir.
+    pub fn find_task_file(
+        &self,
+        name: &str,
+        from_dir: &Path,
+        role: Option<&RoleScope>,
+    ) -> Option<PathBuf> {
+        let mut cands = vec![from_dir.join(name)];
+        if let Some(r) = role {
+            cands.push(r.role.path.join("tasks").join(name));
+            cands.push(r.role.path.join(name));
+        }
+        cands.push(self.playbook_dir.join(name));
+        cands.push(self.playbook_dir.join("tasks").join(name));
+        resolve_first(&cands)
+    }
+}
+
+fn resolve_first(cands: &[PathBuf]) -> Option<PathBuf> {
+    cands.iter().find(|c| c.is_file()).cloned()
+}
+
+fn value_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,377 @@
+//! One task-list entry: its action (module, `action:`/`local_action:`, includes,
+//! imports, `meta`), its arguments and the keywords only tasks have.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::keywords::{parse_inherited, string_list, TASK_KEYWORDS};
+use super::{value_string, FileCtx, Loader};
+use crate::error::{did_you_mean, Error, Result, Span};
+use crate::modules;
+use crate::project::kv::{parse_kv, parse_kv_check_raw};
+use crate::project::{Inherited, Keyword, Task, TaskKind, TaskOwn};
+use crate::vars::VarMap;
+use crate::yaml::{Node, Yaml};
+
+impl Loader {
+    pub(super) fn parse_task(&self, node: &Node, ctx: &FileCtx) -> Result<Task> {
+        if !matches!(node.value, Yaml::Map(_)) {
+            return Err(node.expected("a task (a mapping with a module name)"));
+        }
+        let attrs = parse_inherited(node)?;
+        let mut own = TaskOwn::default();
+        let name = node.get("name").map(|n| value_string(&n.to_value()));
+        let task = |kind: TaskKind, attrs: Inherited, own: TaskOwn| Task {
+            name: name.clone(),
+            kind,
+            attrs,
+            own,
+            span: node.span.clone(),
+            dir: ctx.dir.clone(),
+        };
+        if let Some(block) = node.get("block") {
+            for (k, v) in node.entries() {
+                if !TASK_KEYWORDS.contains(&k.as_str()) {
+                    return Err(Error::syntax(
+                        format!("unknown keyword `{}` on a block", k),
+                        &v.span,
+                    ));
+                }
+            }
+            return Ok(task(
+                TaskKind::Block {
+                    block: self.parse_task_list(Some(block), ctx)?,
+                    rescue: self.parse_task_list(node.get("rescue"), ctx)?,
+                    always: self.parse_task_list(node.get("always"), ctx)?,
+                    role: None,
+                },
+                attrs,
+                own,
+            ));
+        }
+        // Find the one key that names the action.
+        let mut action: Option<(&str, &Node)> = None;
+        for (k, v) in node.entries() {
+            if TASK_KEYWORDS.contains(&k.as_str()) {
+                continue;
+            }
+            let canon = modules::canonical_name(k);
+            let known = modules::find(canon).is_some() || k == "action" || k == "local_action";
+            if !known && crate::template::is_template(k) {
+                return Err(templated_module(k, &v.span));
+            }
+            if !known {
+                let mut e = Error::syntax(format!("unknown module or keyword `{}`", k), &v.span);
+                let candidates = modules::all_names().chain(TASK_KEYWORDS.iter().copied());
+                if let Some(s) = did_you_mean(canon, candidates) {
+                    e = e.help(format!("did you mean `{}`?", s));
+                }
+                return Err(e);
+            }
+            if let Some((prev, _)) = action {
+                return Err(Error::syntax(
+                    format!("task has two actions: `{}` and `{}`", prev, k),
+                    &v.span,
+                )
+                .help("a task runs one module; split it into two tasks"));
+            }
+            action = Some((k.as_str(), v));
+        }
+        let Some((key, args_node)) = action else {
+            return Err(Error::syntax("task has no module", &node.span)
+                .help("add a module such as `command:` or `debug:`; keywords alone do nothing"));
+        };
+        let mut module = modules::canonical_name(key).to_string();
+        let mut args_node = args_node.clone();
+        let mut attrs = attrs;
+        if key == "action" || key == "local_action" {
+            if key == "local_action" {
+                attrs.delegate_to = Some(Value::String("localhost".into()));
+            }
+            match &args_node.value {
+                Yaml::Str(s) => {
+                    let (m, rest) = s
+                        .trim()
+                        .split_once(char::is_whitespace)
+                        .unwrap_or((s.trim(), ""));
+                    if crate::template::is_template(s) && s.trim_start().starts_with("{{") {
+                        return Err(templated_module(s.trim(), &args_node.span));
+                    }
+                    module = modules::canonical_name(m).to_string();
+                    args_node = Node {
+                        value: Yaml::Str(rest.to_string()),
+                        span: args_node.span.clone(),
+                    };
+                }
+                Yaml::Map(entries) => {
+                    let m = entries
+                        .iter()
+                        .find(|(k, _)| k == "module")
+                        .and_then(|(_, v)| v.as_str())
+                        .ok_or_else(|| args_node.expected("`action` with a `module:` key"))?;
+                    if crate::template::is_template(m) {
+                        return Err(templated_module(m, &args_node.span));
+                    }
+                    module = modules::canonical_name(m).to_string();
+                    let rest: Vec<_> = entries
+                        .iter()
+                        .filter(|(k, _)| k != "module")
+                        .cloned()
+                        .collect();
+                    args_node = Node {
+                        value: Yaml::Map(rest),
+                        span: args_node.span.clone(),
+                    };
+                }
+                _ => return Err(args_node.expected("a module and its arguments")),
+            }
+        }
+        let mut args: VarMap = match &args_node.value {
+            Yaml::Null => VarMap::new(),
+            Yaml::Str(s) if modules::is_command_line(&module) => parse_kv_check_raw(s, true),
+            Yaml::Str(s) => parse_kv(s, modules::is_free_form(&module)),
+            Yaml::Map(_) => args_node.to_map("module arguments")?,
+            Yaml::Int(_) | Yaml::Float(_) | Yaml::Bool(_) if modules::is_free_form(&module) => {
+                let mut m = VarMap::new();
+                m.insert(
+                    "_raw_params".into(),
+                    Value::String(value_string(&args_node.to_value())),
+                );
+                m
+            }
+            _ => {
+                return Err(args_node.expected(&format!(
+                    "arguments for `{}` (a mapping or key=value string)",
+                    module
+                )))
+            }
+        };
+        if let Some(extra) = node.get("args") {
+            for (k, v) in extra.to_map("args")? {
+                args.entry(k).or_insert(v);
+            }
+        }
+        own.register = match node.get("register") {
+            None => None,
+            Some(n) => Some(
+                n.as_str()
+                    .filter(|s| crate::ansible::is_identifier(s))
+                    .ok_or_else(|| n.expected("a variable name"))?
+                    .to_string(),
+            ),
+        };
+        for (kw, flatten) in [
+            ("loop", false),
+            ("with_list", false),
+            ("with_items", true),
+            ("with_dict", false),
+            ("with_indexed_items", true),
+        ] {
+            if let Some(l) = node.get(kw) {
+                if own.loop_.is_some() {
+                    return Err(Error::syntax(
+                        "a task may have only one loop keyword",
+                        &l.span,
+                    ));
+                }
+                let v = l.to_value();
+                own.loop_ = Some(match kw {
+                    "with_dict" => Value::String(format!("{{{{ {} | dict2items }}}}", expr_of(&v))),
+                    "with_indexed_items" => Value::String(format!(
+                        "{{{{ {} | flatten(levels=1) | kk_indexed }}}}",
+                        expr_of(&v)
+                    )),
+                    _ => v,
+                });
+                own.loop_flatten = flatten;
+            }
+        }
+        own.loop_control = node.get("loop_control").map(Node::to_value);
+        own.changed_when = node.get("changed_when").map(Node::to_value);
+        own.failed_when = node.get("failed_when").map(Node::to_value);
+        own.until = node.get("until").map(Node::to_value);
+        own.retries = Keyword::from_node(node, "retries")?;
+        own.delay = Keyword::from_node(node, "delay")?;
+        own.notify = string_list(node.get("notify"))?;
+        own.listen = string_list(node.get("listen"))?;
+
+        let kind = match module.as_str() {
+            "include_tasks" | "include" => TaskKind::IncludeTasks {
+                file: args
+                    .get("file")
+                    .or_else(|| args.get("_raw_params"))
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::syntax("include_tasks needs a file name", &args_node.span)
+                    })?,
+                role: ctx.role.clone(),
+            },
+            "import_tasks" => {
+                let file = args
+                    .get("file")
+                    .or_else(|| args.get("_raw_params"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        Error::syntax("import_tasks needs a file name", &args_node.span)
+                    })?;
+                if crate::template::is_template(file) {
+                    return Err(Error::syntax(
+                        "import_tasks is static: its file name cannot be templated",
+                        &args_node.span,
+                    )
+                    .help("use include_tasks for a file chosen at run time"));
+                }
+                let path = self
+                    .find_task_file(file, &ctx.dir, ctx.role.as_ref())
+                    .ok_or_else(|| {
+                        Error::syntax(format!("task file `{}` not found", file), &args_node.span)
+                            .note(format!(
+                                "looked next to {} and in the role/playbook dirs",
+                                ctx.dir.display()
+                            ))
+                    })?;
+                let tasks = self.load_task_file(
+                    &path,
+                    ctx.role.clone(),
+                    &ctx.stack,
+                    Some(&args_node.span),
+                )?;
+                TaskKind::Block {
+                    block: tasks,
+                    rescue: Vec::new(),
+                    always: Vec::new(),
+                    role: None,
+                }
+            }
+            "import_role" => {
+                let mut handlers = Vec::new();
+                let mut seen = HashSet::new();
+                let mut out = Vec::new();
+                let mut role_node = Node {
+                    value: Yaml::Map(Vec::new()),
+                    span: args_node.span.clone(),
+                };
+                let mut entries = vec![];
+                for (k, v) in &args {
+                    let k = if k == "name" {
+                        "role".to_string()
+                    } else {
+                        k.clone()
+                    };
+                    entries.push((k, value_node(v, &args_node.span)));
+                }
+                role_node.value = Yaml::Map(entries);
+                self.load_role_ref(&role_node, ctx, &mut out, &mut handlers, &mut seen)?;
+                TaskKind::Block {
+                    block: out,
+                    rescue: Vec::new(),
+                    always: Vec::new(),
+                    role: None,
+                }
+            }
+            "include_role" => TaskKind::IncludeRole {
+                name: args
+                    .get("name")
+                    .cloned()
+                    .ok_or_else(|| Error::syntax("include_role needs `name:`", &args_node.span))?,
+                tasks_from: args
+                    .get("tasks_from")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                vars_from: args
+                    .get("vars_from")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                defaults_from: args
+                    .get("defaults_from")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            },
+            "meta" => {
+                let what = args
+                    .get("_raw_params")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                const META: &[&str] = &[
+                    "flush_handlers",
+                    "end_play",
+                    "end_host",
+                    "end_batch",
+                    "noop",
+                    "clear_host_errors",
+                    "refresh_inventory",
+                    "clear_facts",
+                    "reset_connection",
+                ];
+                if !META.contains(&what.as_str()) {
+                    return Err(Error::syntax(
+                        format!("unknown meta action `{}`", what),
+                        &args_node.span,
+                    )
+                    .help(format!("use one of: {}", META.join(", "))));
+                }
+                TaskKind::Meta(what)
+            }
+            "import_playbook" => {
+                return Err(Error::syntax(
+                    "import_playbook is only allowed at the top level of a playbook",
+                    &node.span,
+                ))
+            }
+            _ => TaskKind::Module { module, args },
+        };
+        Ok(task(kind, attrs, own))
+    }
+}
+
+fn value_node(v: &Value, span: &Span) -> Node {
+    let value = match v {
+        Value::Null => Yaml::Null,
+        Value::Bool(b) => Yaml::Bool(*b),
+        Value::Number(n) => n
+            .as_i64()
+            .map(Yaml::Int)
+            .unwrap_or_else(|| Yaml::Float(n.as_f64().unwrap_or(0.0))),
+        Value::String(s) => Yaml::Str(s.clone()),
+        Value::Array(a) => Yaml::Seq(a.iter().map(|i| value_node(i, span)).collect()),
+        Value::Object(m) => Yaml::Map(
+            m.iter()
+                .map(|(k, v)| (k.clone(), value_node(v, span)))
+                .collect(),
+        ),
+    };
+    Node {
+        value,
+        span: span.clone(),
+    }
+}
+
+fn expr_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => match s
+            .trim()
+            .strip_prefix("{{")
+            .and_then(|x| x.strip_suffix("}}"))
+        {
+            Some(inner) => inner.trim().to_string(),
+            None => s.clone(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// A templated module name: ansible-core resolves the action when it loads the task and
+/// never templates its name (lib/ansible/parsing/mod_args.py); kk does the same.
+fn templated_module(name: &str, span: &Span) -> Error {
+    Error::syntax(
+        format!(
+            "the module name `{}` cannot be templated: Ansible does not template the action of a task",
+            name
+        ),
+        span,
+    )
+    .help("name the module directly; to choose between modules, write one task per module with `when:`")
+}
