@@ -8,25 +8,35 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::args::{Flag, Int, List, Text};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
+
+crate::closed_set! {
+    /// Whether the packages should be there (and at their newest version).
+    enum State for "state" {
+        Present = "present" | "installed",
+        Absent = "absent" | "removed",
+        Latest = "latest",
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PackageArgs {
-    #[serde(default, alias = "pkg", deserialize_with = "args::list_like")]
-    name: Vec<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    state: Option<String>,
-    #[serde(default, alias = "update-cache", deserialize_with = "args::bool_like")]
-    update_cache: bool,
-    #[serde(default, deserialize_with = "args::opt_string_like", rename = "use")]
-    use_: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    cache_valid_time: Option<i64>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    install_recommends: Option<bool>,
+    #[serde(default, alias = "pkg")]
+    name: List,
+    #[serde(default)]
+    state: Option<State>,
+    #[serde(default, alias = "update-cache")]
+    update_cache: Flag,
+    #[serde(default, rename = "use")]
+    use_: Option<Text>,
+    #[serde(default)]
+    cache_valid_time: Option<Int>,
+    #[serde(default)]
+    install_recommends: Option<Flag>,
 }
 
 const VALID: &[&str] = &[
@@ -104,39 +114,48 @@ pub const YUM: Package = Package {
     forced: Some("yum"),
 };
 
+/// Parses and checks the arguments without the host.
+fn check(module: &str, raw: VarMap) -> Result<PackageArgs> {
+    let a: PackageArgs = parse_args(module, raw, VALID)?;
+    if a.name.0.is_empty() && !a.update_cache.0 {
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            format!("{}: `name` is required", module),
+        )
+        .help("give a package name or a list of names (or only `update_cache: true`)"));
+    }
+    for n in &a.name.0 {
+        if n.is_empty() || n.starts_with('-') || n.contains(char::is_whitespace) {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                format!("{}: {:?} is not a package name", module, n),
+            ));
+        }
+    }
+    if let Some(u) = a.use_.as_ref().map(Text::as_str).filter(|u| *u != "auto") {
+        if Manager::parse(u).is_none() {
+            return Err(unsupported(module, u));
+        }
+    }
+    Ok(a)
+}
+
+fn unsupported(module: &str, manager: &str) -> Error {
+    Error::new(
+        ErrorKind::ModuleArgs,
+        format!("{}: package manager {:?} is not supported", module, manager),
+    )
+    .help("kk manages packages with apt, dnf or yum")
+}
+
 #[async_trait]
 impl Module for Package {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let module = self.forced.unwrap_or("package");
-        let a: PackageArgs = parse_args(module, raw, VALID)?;
-        let state = a.state.as_deref().unwrap_or("present");
-        let state = match state {
-            "present" | "installed" => "present",
-            "absent" | "removed" => "absent",
-            "latest" => "latest",
-            other => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("{}: unknown state {:?}", module, other),
-                )
-                .help("state must be present, absent or latest"))
-            }
-        };
-        if a.name.is_empty() && !a.update_cache {
-            return Err(Error::new(
-                ErrorKind::ModuleArgs,
-                format!("{}: `name` is required", module),
-            )
-            .help("give a package name or a list of names (or only `update_cache: true`)"));
-        }
-        for n in &a.name {
-            if n.is_empty() || n.starts_with('-') || n.contains(char::is_whitespace) {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("{}: {:?} is not a package name", module, n),
-                ));
-            }
-        }
+        let a = check(module, raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let state = a.state.unwrap_or(State::Present);
+        let names = &a.name.0;
+        let use_ = a.use_.as_ref().map(|u| u.as_str().to_string());
         // Facts say which manager; without facts, the host is asked in the same script.
         let from_facts = ctx
             .templar
@@ -147,16 +166,10 @@ impl Module for Package {
         let chosen = self
             .forced
             .map(str::to_string)
-            .or(a.use_.clone().filter(|u| u != "auto"))
+            .or(use_.filter(|u| u != "auto"))
             .or(from_facts);
         let manager = match chosen.as_deref() {
-            Some(m) => Some(Manager::parse(m).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("{}: package manager {:?} is not supported", module, m),
-                )
-                .help("kk manages packages with apt, dnf or yum")
-            })?),
+            Some(m) => Some(Manager::parse(m).ok_or_else(|| unsupported(module, m))?),
             None => None,
         };
         let manager = match manager {
@@ -172,16 +185,16 @@ impl Module for Package {
                 })?
             }
         };
-        let names: Vec<String> = a.name.iter().map(|n| shell_quote(n)).collect();
+        let names: Vec<String> = names.iter().map(|n| shell_quote(n)).collect();
         let list = names.join(" ");
         let mut script = String::from("export DEBIAN_FRONTEND=noninteractive LC_ALL=C\n");
         script.push_str(&format!("todo=''\nfor p in {}; do\n", list));
         match state {
-            "present" => script.push_str(&format!(
+            State::Present => script.push_str(&format!(
                 "  {} || todo=\"$todo $p\"\n",
                 manager.installed_test()
             )),
-            "absent" => script.push_str(&format!(
+            State::Absent => script.push_str(&format!(
                 "  {} && todo=\"$todo $p\"\n",
                 manager.installed_test()
             )),
@@ -195,12 +208,14 @@ impl Module for Package {
             script.push_str("exit 0\n");
         } else {
             let recommends = match (manager, a.install_recommends) {
-                (Manager::Apt, Some(false)) | (Manager::Apt, None) => " --no-install-recommends",
+                (Manager::Apt, Some(Flag(false))) | (Manager::Apt, None) => {
+                    " --no-install-recommends"
+                }
                 _ => "",
             };
             let update = match manager {
                 Manager::Apt => {
-                    let fresh = a.cache_valid_time.map(|t| {
+                    let fresh = a.cache_valid_time.map(|Int(t)| {
                         format!("[ -n \"$(find /var/lib/apt/lists -maxdepth 1 -newermt \"-{} seconds\" -name '*Packages*' 2>/dev/null | head -1)\" ] || ", t)
                     });
                     format!("{}{{ apt-get update -q >/tmp/kk-apt-update.log 2>&1 || {{ cat /tmp/kk-apt-update.log >&2; exit 100; }}; echo KK_CACHE_UPDATED; }}\n", fresh.unwrap_or_default())
@@ -210,14 +225,14 @@ impl Module for Package {
                     m.tool()
                 ),
             };
-            if a.update_cache {
+            if a.update_cache.0 {
                 script.push_str(&update);
             }
             let act = match (state, manager) {
-                ("absent", m) => format!("{} remove -y -q $todo", m.tool()),
+                (State::Absent, m) => format!("{} remove -y -q $todo", m.tool()),
                 // apt-get install also upgrades a package that is already there.
                 (_, Manager::Apt) => format!("apt-get install -y -q{} $todo", recommends),
-                ("latest", m) => format!(
+                (State::Latest, m) => format!(
                     "{} install -y -q $todo && {} upgrade -y -q $todo",
                     m.tool(),
                     m.tool()
@@ -228,7 +243,7 @@ impl Module for Package {
                 "if [ -n \"$todo\" ]; then\n  {} || exit $?\nfi\n",
                 act
             ));
-            if state == "latest" {
+            if state == State::Latest {
                 script.push_str(&format!(
                     "for p in {}; do echo \"KK_AFTER $p $({})\"; done\n",
                     list,
@@ -268,7 +283,7 @@ impl Module for Package {
             r.data.insert("packages".into(), serde_json::json!(todo));
             return Ok(r);
         }
-        let changed_pkgs: Vec<String> = if state == "latest" {
+        let changed_pkgs: Vec<String> = if state == State::Latest {
             if ctx.check_mode {
                 // Without asking the repositories we can only say that missing ones would come.
                 versions("KK_BEFORE ")
@@ -291,8 +306,8 @@ impl Module for Package {
         let changed = !changed_pkgs.is_empty();
         let msg = match (state, changed_pkgs.is_empty(), ctx.check_mode) {
             (_, true, _) => "nothing to do".to_string(),
-            ("absent", false, true) => format!("would remove {}", changed_pkgs.join(", ")),
-            ("absent", false, false) => format!("removed {}", changed_pkgs.join(", ")),
+            (State::Absent, false, true) => format!("would remove {}", changed_pkgs.join(", ")),
+            (State::Absent, false, false) => format!("removed {}", changed_pkgs.join(", ")),
             (_, false, true) => format!("would install {}", changed_pkgs.join(", ")),
             (_, false, false) => format!("installed {}", changed_pkgs.join(", ")),
         };
@@ -309,5 +324,40 @@ impl Module for Package {
             "stderr",
             String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
         ))
+    }
+
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(self.forced.unwrap_or("package"), args.clone()).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn validate_at_load() {
+        let check = |m: &Package, a: Value| m.validate(a.as_object().unwrap());
+        assert!(check(
+            &PACKAGE,
+            json!({"name": "curl,socat", "state": "installed"})
+        )
+        .is_ok());
+        assert!(check(&APT, json!({"update_cache": "yes"})).is_ok());
+        let e = check(&APT, json!({"name": "curl", "state": "newest"})).unwrap_err();
+        assert!(
+            e.message.contains("apt")
+                && e.message.contains("`state`")
+                && e.message.contains("present, absent, latest"),
+            "{}",
+            e.message
+        );
+        let e = check(&PACKAGE, json!({"name": "curl", "stat": "present"})).unwrap_err();
+        assert!(e.message.contains("package") && e.message.contains("stat"));
+        let e = check(&DNF, json!({"state": "present"})).unwrap_err();
+        assert!(e.message.contains("dnf: `name` is required"));
+        let e = check(&PACKAGE, json!({"name": "curl", "use": "zypper"})).unwrap_err();
+        assert!(e.message.contains("zypper"));
     }
 }

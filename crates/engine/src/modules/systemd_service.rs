@@ -10,44 +10,55 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::args::{Flag, Int, Text};
 use super::remote;
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
+
+crate::closed_set! {
+    /// The run state wanted (`restarted` and `reloaded` always act).
+    enum RunState for "state" {
+        Started = "started",
+        Stopped = "stopped",
+        Restarted = "restarted",
+        Reloaded = "reloaded",
+    }
+}
+
+crate::closed_set! {
+    /// Which systemd instance manages the unit.
+    enum Scope for "scope" { System = "system", User = "user", Global = "global" }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SystemdArgs {
-    #[serde(
-        default,
-        alias = "service",
-        alias = "unit",
-        deserialize_with = "args::opt_string_like"
-    )]
-    name: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    state: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    enabled: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    masked: Option<bool>,
-    #[serde(default, alias = "daemon-reload", deserialize_with = "args::bool_like")]
-    daemon_reload: bool,
-    #[serde(default, alias = "daemon-reexec", deserialize_with = "args::bool_like")]
-    daemon_reexec: bool,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    scope: Option<String>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    no_block: bool,
-    #[serde(default, alias = "force", deserialize_with = "args::opt_bool_like")]
-    force: Option<bool>,
+    #[serde(default, alias = "service", alias = "unit")]
+    name: Option<Text>,
+    #[serde(default)]
+    state: Option<Text>,
+    #[serde(default)]
+    enabled: Option<Flag>,
+    #[serde(default)]
+    masked: Option<Flag>,
+    #[serde(default, alias = "daemon-reload")]
+    daemon_reload: Flag,
+    #[serde(default, alias = "daemon-reexec")]
+    daemon_reexec: Flag,
+    #[serde(default)]
+    scope: Option<Scope>,
+    #[serde(default)]
+    no_block: Flag,
+    #[serde(default)]
+    force: Option<Flag>,
     // `service` module arguments accepted for compatibility.
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    pattern: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    sleep: Option<i64>,
-    #[serde(default, rename = "use", deserialize_with = "args::opt_string_like")]
-    use_: Option<String>,
+    #[serde(default)]
+    pattern: Option<Text>,
+    #[serde(default)]
+    sleep: Option<Int>,
+    #[serde(default, rename = "use")]
+    use_: Option<Text>,
 }
 
 const VALID: &[&str] = &[
@@ -68,63 +79,74 @@ const VALID: &[&str] = &[
 /// Properties reported in `status` (the ones playbooks test), from one `systemctl show`.
 const PROPS: &str = "Id,Names,Description,LoadState,ActiveState,SubState,UnitFileState,UnitFilePreset,MainPID,ExecMainPID,ExecMainStatus,ActiveEnterTimestamp,InactiveEnterTimestamp,FragmentPath,Result,NRestarts";
 
+/// The arguments, parsed and checked without the host.
+struct Checked {
+    args: SystemdArgs,
+    state: Option<RunState>,
+    /// `None` for a daemon-reload alone.
+    name: Option<String>,
+}
+
+fn check(raw: VarMap) -> Result<Checked> {
+    let a: SystemdArgs = parse_args("systemd_service", raw, VALID)?;
+    let _ = (&a.pattern, a.sleep, &a.use_);
+    // An empty state (a templated `state: "{{ x | default('') }}"`) asks for none.
+    let state = match a.state.as_ref().map(|s| s.as_str().trim()) {
+        None | Some("") => None,
+        Some(s) => Some(
+            serde_json::from_value::<RunState>(Value::String(s.to_string())).map_err(|e| {
+                Error::new(ErrorKind::ModuleArgs, format!("systemd_service: {}", e))
+            })?,
+        ),
+    };
+    let name = a
+        .name
+        .as_ref()
+        .map(|n| n.as_str().to_string())
+        .filter(|n| !n.is_empty());
+    if name.is_none() && (state.is_some() || a.enabled.is_some() || a.masked.is_some()) {
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            "systemd_service: `name` is required with state, enabled or masked",
+        ));
+    }
+    if name.is_none() && !a.daemon_reload.0 && !a.daemon_reexec.0 {
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            "systemd_service: give `name` (with state, enabled or masked) or daemon_reload",
+        ));
+    }
+    Ok(Checked {
+        args: a,
+        state,
+        name,
+    })
+}
+
 /// Manages systemd units.
 pub struct SystemdService;
 
 #[async_trait]
 impl Module for SystemdService {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: SystemdArgs = parse_args("systemd_service", raw, VALID)?;
-        let _ = (&a.pattern, a.sleep, &a.use_);
-        let state = a.state.as_deref().map(str::trim).filter(|s| !s.is_empty());
-        if let Some(s) = state {
-            if !matches!(s, "started" | "stopped" | "restarted" | "reloaded") {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("systemd_service: invalid state {:?}", s),
-                )
-                .help("state is one of: started, stopped, restarted, reloaded")
-                .at_opt(ctx.span.as_ref()));
-            }
-        }
-        let name = a.name.clone().filter(|n| !n.is_empty());
-        if name.is_none() && (state.is_some() || a.enabled.is_some() || a.masked.is_some()) {
-            return Err(Error::new(
-                ErrorKind::ModuleArgs,
-                "systemd_service: `name` is required with state, enabled or masked",
-            )
-            .at_opt(ctx.span.as_ref()));
-        }
-        if name.is_none() && !a.daemon_reload && !a.daemon_reexec {
-            return Err(Error::new(
-                ErrorKind::ModuleArgs,
-                "systemd_service: give `name` (with state, enabled or masked) or daemon_reload",
-            )
-            .at_opt(ctx.span.as_ref()));
-        }
-        let scope = match a.scope.as_deref() {
-            None | Some("system") => "",
-            Some("user") => " --user",
-            Some("global") => " --global",
-            Some(other) => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("systemd_service: invalid scope {:?}", other),
-                )
-                .help("scope is one of: system, user, global"))
-            }
+        let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let (a, state, name) = (c.args, c.state, c.name);
+        let scope = match a.scope {
+            None | Some(Scope::System) => "",
+            Some(Scope::User) => " --user",
+            Some(Scope::Global) => " --global",
         };
         let mut s = format!(
             "sc() {{ systemctl{}{} \"$@\"; }}\ncheck={}\n",
             scope,
-            if a.no_block { " --no-block" } else { "" },
+            if a.no_block.0 { " --no-block" } else { "" },
             if ctx.check_mode { "1" } else { "" }
         );
         s.push_str("act() { echo \"action=$*\"; [ -n \"$check\" ] && return 0; sc \"$@\" >&2 || { echo \"systemctl $* failed\" >&2; exit 95; }; }\n");
-        if a.daemon_reexec && !ctx.check_mode {
+        if a.daemon_reexec.0 && !ctx.check_mode {
             s.push_str("sc daemon-reexec >&2 || exit 96\n");
         }
-        if a.daemon_reload && !ctx.check_mode {
+        if a.daemon_reload.0 && !ctx.check_mode {
             s.push_str("sc daemon-reload >&2 || exit 96\n");
         }
         let Some(name) = name else {
@@ -137,7 +159,7 @@ impl Module for SystemdService {
             }
             return Ok(ModuleResult::changed(false));
         };
-        let force = if a.force == Some(true) {
+        let force = if a.force == Some(Flag(true)) {
             " --force"
         } else {
             ""
@@ -147,7 +169,7 @@ impl Module for SystemdService {
             shell_quote(&name),
             PROPS
         ));
-        if let Some(m) = a.masked {
+        if let Some(Flag(m)) = a.masked {
             if m {
                 s.push_str(&format!(
                     "if [ \"$ufs\" != masked ] && [ \"$ufs\" != masked-runtime ]; then act mask{} -- \"$n\"; ufs=masked; fi\n",
@@ -159,7 +181,7 @@ impl Module for SystemdService {
         }
         // A unit that is not there (and not merely masked) is an error, as in Ansible.
         s.push_str("if [ \"$load\" = not-found ] && [ \"$ufs\" != masked ]; then echo \"Could not find the requested service $n\" >&2; exit 98; fi\n");
-        if let Some(e) = a.enabled {
+        if let Some(Flag(e)) = a.enabled {
             if e {
                 s.push_str(&format!(
                     "if ! sc is-enabled --quiet -- \"$n\" 2>/dev/null; then act enable{} -- \"$n\"; fi\n",
@@ -170,17 +192,17 @@ impl Module for SystemdService {
             }
         }
         match state {
-            Some("started") => s.push_str(
+            Some(RunState::Started) => s.push_str(
                 "case \"$active\" in active|activating|reloading) ;; *) act start -- \"$n\" ;; esac\n",
             ),
-            Some("stopped") => s.push_str(
+            Some(RunState::Stopped) => s.push_str(
                 "case \"$active\" in active|activating|reloading|deactivating) act stop -- \"$n\" ;; esac\n",
             ),
-            Some("restarted") => s.push_str("act restart -- \"$n\"\n"),
-            Some("reloaded") => s.push_str(
+            Some(RunState::Restarted) => s.push_str("act restart -- \"$n\"\n"),
+            Some(RunState::Reloaded) => s.push_str(
                 "case \"$active\" in active|activating|reloading) act reload -- \"$n\" ;; *) act start -- \"$n\" ;; esac\n",
             ),
-            _ => {}
+            None => {}
         }
         s.push_str("echo '==kk-status=='\nshow\n");
         let out = ctx.exec(s, None).await?;
@@ -208,12 +230,12 @@ impl Module for SystemdService {
         let mut res = ModuleResult::changed(!actions.is_empty());
         res.data.insert("name".into(), name.clone().into());
         if let Some(st) = state {
-            res.data.insert("state".into(), st.into());
+            res.data.insert("state".into(), st.as_str().into());
         }
-        if let Some(e) = a.enabled {
+        if let Some(Flag(e)) = a.enabled {
             res.data.insert("enabled".into(), e.into());
         }
-        if let Some(m) = a.masked {
+        if let Some(Flag(m)) = a.masked {
             res.data.insert("masked".into(), m.into());
         }
         res.data.insert(
@@ -222,6 +244,10 @@ impl Module for SystemdService {
         );
         res.data.insert("status".into(), Value::Object(status));
         Ok(res)
+    }
+
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(args.clone()).map(|_| ())
     }
 }
 
@@ -241,6 +267,7 @@ fn parse_show(text: &str) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn show_output() {
@@ -248,5 +275,26 @@ mod tests {
         assert_eq!(m["Id"], "etcd.service");
         assert_eq!(m["Description"], "a=b");
         assert_eq!(m.len(), 3);
+    }
+
+    #[test]
+    fn validate_at_load() {
+        let check = |a: Value| SystemdService.validate(a.as_object().unwrap());
+        assert!(check(json!({"name": "etcd", "state": "started", "enabled": "yes"})).is_ok());
+        assert!(check(json!({"daemon_reload": true})).is_ok());
+        let e = check(json!({"name": "etcd", "state": "running"})).unwrap_err();
+        assert!(
+            e.message.contains("systemd_service")
+                && e.message.contains("`state`")
+                && e.message.contains("started, stopped, restarted, reloaded"),
+            "{}",
+            e.message
+        );
+        let e = check(json!({"name": "etcd", "scope": "session"})).unwrap_err();
+        assert!(e.message.contains("`scope`") && e.message.contains("system, user, global"));
+        let e = check(json!({"name": "etcd", "enable": true})).unwrap_err();
+        assert!(e.message.contains("systemd_service") && e.message.contains("enable"));
+        let e = check(json!({"state": "started"})).unwrap_err();
+        assert!(e.message.contains("`name` is required"));
     }
 }
