@@ -78,6 +78,22 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The diagnostic code of the kind (`kk::<kind>`), shown with the error and stable for
+    /// scripts and docs; an error may carry a finer one ([`Error::with_code`]).
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::Yaml => "kk::yaml",
+            ErrorKind::Syntax => "kk::syntax",
+            ErrorKind::Template => "kk::template",
+            ErrorKind::Undefined => "kk::template::undefined",
+            ErrorKind::ModuleArgs => "kk::module::arguments",
+            ErrorKind::Io => "kk::io",
+            ErrorKind::Options => "kk::options",
+            ErrorKind::Connection => "kk::connection",
+            ErrorKind::Runtime => "kk::runtime",
+        }
+    }
+
     fn headline(self) -> &'static str {
         match self {
             ErrorKind::Yaml => "invalid YAML",
@@ -106,6 +122,8 @@ pub struct Error {
     pub help: Option<String>,
     /// Extra context lines ("while running task X").
     pub notes: Vec<String>,
+    /// A finer diagnostic code than the kind's (`kk::module::unknown_argument`).
+    pub code: Option<&'static str>,
 }
 
 /// Result alias used across the engine.
@@ -120,7 +138,19 @@ impl Error {
             span: None,
             help: None,
             notes: Vec::new(),
+            code: None,
         }
+    }
+
+    /// Gives the error a finer diagnostic code than its kind's.
+    pub fn with_code(mut self, code: &'static str) -> Error {
+        self.code = Some(code);
+        self
+    }
+
+    /// The diagnostic code: the finer one if set, else the kind's.
+    pub fn code(&self) -> &'static str {
+        self.code.unwrap_or(self.kind.code())
     }
 
     /// Shorthand for a structural playbook error at a position.
@@ -165,6 +195,30 @@ impl Error {
         }
     }
 
+    /// The error's one-line statement: headline and message (a runtime error is its
+    /// message alone).
+    pub fn statement(&self) -> String {
+        match self.kind {
+            ErrorKind::Runtime => self.message.clone(),
+            _ => format!("{}: {}", self.kind.headline(), self.message),
+        }
+    }
+
+    /// What a failed task's result carries as `msg`: the statement, where, the notes and
+    /// the hint, on one line — data a later task may read, not a rendering.
+    pub fn result_message(&self) -> String {
+        let mut out = self.statement();
+        let mut context: Vec<String> = self.span.iter().map(Span::to_string).collect();
+        context.extend(self.notes.iter().cloned());
+        if !context.is_empty() {
+            out.push_str(&format!(" ({})", context.join("; ")));
+        }
+        if let Some(help) = &self.help {
+            out.push_str(&format!("; help: {}", help));
+        }
+        out
+    }
+
     /// Renders the error the way a user sees it: headline, location, quoted line, caret, hints.
     pub fn render(&self) -> String {
         let mut out = match self.kind {
@@ -192,6 +246,136 @@ impl Error {
             out.push_str(&format!("  = help: {}\n", help));
         }
         out
+    }
+
+    /// Renders the error with miette: the code and statement, the quoted source with the
+    /// place marked, the notes and the hint. Plain text (no colour, no wrapping), so logs
+    /// and tests read the same as a terminal.
+    pub fn render_graphical(&self) -> String {
+        let handler =
+            miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+                .with_links(false)
+                .with_urls(false)
+                .with_wrap_lines(false)
+                .with_context_lines(1)
+                .without_cause_chain();
+        let mut out = String::new();
+        if handler
+            .render_report(&mut out, &Diagnostic::new(self))
+            .is_err()
+        {
+            // Formatting into a String cannot fail; keep the statement if it ever does.
+            out = format!("error: {}\n", self.statement());
+        }
+        out
+    }
+}
+
+/// An [`Error`] seen as a miette diagnostic: its source file, the labelled place, the
+/// notes and the hint. Built only to render, so the error itself stays cheap to clone.
+struct Diagnostic<'a> {
+    error: &'a Error,
+    source: Option<miette::NamedSource<String>>,
+    at: Option<miette::SourceSpan>,
+    help: Option<String>,
+}
+
+impl<'a> Diagnostic<'a> {
+    fn new(error: &'a Error) -> Diagnostic<'a> {
+        let (source, at) = match &error.span {
+            Some(span) => (
+                Some(
+                    miette::NamedSource::new(
+                        span.file.path.display().to_string(),
+                        span.file.text.clone(),
+                    )
+                    .with_language("yaml"),
+                ),
+                byte_span(&span.file.text, span.line, span.col),
+            ),
+            None => (None, None),
+        };
+        // Notes label the marked place; without one they lead the hint.
+        let mut help: Vec<String> = match at {
+            Some(_) => Vec::new(),
+            None => error.notes.iter().map(|n| format!("note: {n}")).collect(),
+        };
+        help.extend(error.help.iter().cloned());
+        Diagnostic {
+            error,
+            source: at.and(source),
+            at,
+            help: (!help.is_empty()).then(|| help.join("\n")),
+        }
+    }
+}
+
+/// The byte range of the token at 1-based `line`:`col` (characters), for the label: up to
+/// the next blank, `:` or line end, at least one character.
+fn byte_span(text: &str, line: usize, col: usize) -> Option<miette::SourceSpan> {
+    let mut offset = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            let body = l.trim_end_matches(['\n', '\r']);
+            let start = body
+                .char_indices()
+                .nth(col.saturating_sub(1))
+                .map_or(body.len(), |(b, _)| b);
+            let rest = &body[start..];
+            let len = rest
+                .find(|c: char| c.is_whitespace() || c == ':')
+                .unwrap_or(rest.len())
+                .max(rest.chars().next().map_or(0, char::len_utf8));
+            return Some((offset + start, len).into());
+        }
+        offset += l.len();
+    }
+    None
+}
+
+impl fmt::Display for Diagnostic<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.error.statement())?;
+        match (&self.error.span, self.at) {
+            // No quoted source (a position past the end of its file): say where in words.
+            (Some(span), None) => write!(f, " ({span})"),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for Diagnostic<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Diagnostic<'_> {}
+
+impl miette::Diagnostic for Diagnostic<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        Some(Box::new(self.error.code()))
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let at = self.at?;
+        let label = match self.error.notes.is_empty() {
+            true => "here".to_string(),
+            false => self.error.notes.join("; "),
+        };
+        Some(Box::new(std::iter::once(
+            miette::LabeledSpan::new_with_span(Some(label), at),
+        )))
     }
 }
 
@@ -255,11 +439,46 @@ mod tests {
             },
         )
         .help("did you mean `command`?");
-        let r = e.render();
-        assert!(r.contains("--> site.yaml:3:7"), "{r}");
-        assert!(r.contains("3 |     - comand: x"), "{r}");
-        assert!(r.contains("  |       ^"), "{r}");
+        let r = e.render_graphical();
+        assert!(r.contains("kk::syntax"), "{r}");
+        assert!(
+            r.contains("invalid playbook: unknown module `comand`"),
+            "{r}"
+        );
+        assert!(r.contains("[site.yaml:3:7]"), "{r}");
+        assert!(r.contains("3 │     - comand: x"), "{r}");
+        assert!(r.contains("·       ───┬──"), "{r}");
         assert!(r.contains("help: did you mean"), "{r}");
+        let m = e.with_code("kk::module::unknown").note("in play `p`");
+        let r = m.render_graphical();
+        assert!(r.contains("kk::module::unknown"), "{r}");
+        assert!(r.contains("╰── in play `p`"), "{r}");
+        assert_eq!(
+            m.result_message(),
+            "invalid playbook: unknown module `comand` (site.yaml:3:7; in play `p`); help: did you mean `command`?"
+        );
+    }
+
+    #[test]
+    fn render_past_the_end_and_without_place() {
+        let f = SourceFile::new("x.yaml", "a: 1\n");
+        let e = Error::syntax(
+            "odd",
+            &Span {
+                file: f,
+                line: 9,
+                col: 1,
+            },
+        );
+        let r = e.render_graphical();
+        assert!(r.contains("invalid playbook: odd (x.yaml:9:1)"), "{r}");
+        let r = Error::new(ErrorKind::Runtime, "command failed")
+            .note("in task `t`")
+            .render_graphical();
+        assert!(r.contains("× command failed"), "{r}");
+        assert!(r.contains("help: note: in task `t`"), "{r}");
+        assert_eq!(byte_span("ab\nc: d\n", 2, 1), Some((3, 1).into()));
+        assert_eq!(byte_span("ab\nxé z\n", 2, 2), Some((4, 2).into()));
     }
 
     #[test]
