@@ -116,9 +116,9 @@ pub static REGISTRY: &[Entry] = &[
     module(FACTS_MODULE, &setup::Setup),
     // Ansible's `gather_facts` action runs `setup`; kept as its own name.
     module("gather_facts", &setup::Setup),
-    module("copy", &copy::Copy),
-    module("template", &template::Template),
-    module("file", &file::File),
+    module("copy", &Planned(copy::Copy)),
+    module("template", &Planned(template::Template)),
+    module("file", &Planned(file::File)),
     module("stat", &stat::Stat),
     module("lineinfile", &Planned(lineinfile::LineInFile)),
     module("blockinfile", &Planned(blockinfile::BlockInFile)),

@@ -4,52 +4,43 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
-use super::copy::{check_validate, preserve_local_mode, put_file, PutSpec};
+use super::args::{parse_with_file_attrs, Flag, Text};
+use super::copy::{check_validate, preserve_local_mode, put, PutSpec};
+use super::plan::{Plan, PlanApply};
 use super::remote::Attrs;
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 use crate::template::convert_error;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TemplateArgs {
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    src: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    dest: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_mode")]
-    mode: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    owner: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    group: Option<String>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    backup: bool,
-    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
-    force: bool,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    validate: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    trim_blocks: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    lstrip_blocks: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    newline_sequence: Option<String>,
-    // Accepted for compatibility; they do not change what we do.
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    output_encoding: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    follow: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    unsafe_writes: Option<bool>,
+    #[serde(default)]
+    src: Option<Text>,
+    #[serde(default)]
+    dest: Option<Text>,
+    #[serde(default)]
+    backup: Flag,
+    #[serde(default = "Flag::on")]
+    force: Flag,
+    #[serde(default)]
+    validate: Option<Text>,
+    #[serde(default = "Flag::on")]
+    trim_blocks: Flag,
+    #[serde(default)]
+    lstrip_blocks: Flag,
+    #[serde(default)]
+    newline_sequence: Option<Newline>,
+    #[serde(default)]
+    follow: Flag,
+    // Accepted for compatibility; it does not change what we do.
+    #[serde(default)]
+    output_encoding: Option<Text>,
 }
 
 const VALID: &[&str] = &[
     "src",
     "dest",
-    "mode",
-    "owner",
-    "group",
     "backup",
     "force",
     "validate",
@@ -58,102 +49,154 @@ const VALID: &[&str] = &[
     "newline_sequence",
     "output_encoding",
     "follow",
-    "unsafe_writes",
 ];
+
+crate::closed_set! {
+    /// `newline_sequence`: the line ending of the written file (given escaped or not).
+    enum Newline for "newline_sequence" {
+        Lf = "\\n" | "\n",
+        CrLf = "\\r\\n" | "\r\n",
+        Cr = "\\r" | "\r",
+    }
+}
+
+/// Checked arguments.
+struct Parsed {
+    src: String,
+    a: TemplateArgs,
+    /// `dest` and the put options; `data`, `src_name`, `src_label` come with the rendering.
+    spec: PutSpec,
+}
+
+/// Parses and checks the arguments without touching a host (also at load time).
+fn parse(raw: VarMap) -> Result<Parsed> {
+    let (a, fa): (TemplateArgs, _) = parse_with_file_attrs("template", raw, VALID)?;
+    let src = a
+        .src
+        .clone()
+        .map(|s| s.0)
+        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "template: `src` is required"))?;
+    let dest = a
+        .dest
+        .clone()
+        .map(|d| d.0)
+        .filter(|d| !d.is_empty())
+        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "template: `dest` is required"))?;
+    let validate = a.validate.clone().map(|v| v.0);
+    if let Some(v) = &validate {
+        check_validate(v)?;
+    }
+    let spec = PutSpec {
+        data: Vec::new(),
+        dest,
+        src_name: None,
+        src_label: None,
+        attrs: Attrs::from(&fa),
+        backup: a.backup.0,
+        force: a.force.0,
+        validate,
+        directory_mode: None,
+        follow: a.follow.0,
+    };
+    Ok(Parsed { src, a, spec })
+}
+
+/// Renders the template: the file to put.
+fn render(ctx: &ModuleContext, p: &Parsed) -> Result<PutSpec> {
+    let a = &p.a;
+    let dest = &p.spec.dest;
+    let path = ctx.find_file("templates", &p.src)?;
+    let source = std::fs::read_to_string(&path).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("template: cannot read {}: {}", path.display(), e),
+        )
+        .at_opt(ctx.span.as_ref())
+    })?;
+    // Ansible's template variables; the play's own variables win over them.
+    let extras = minijinja::context! {
+        template_path => path.display().to_string(),
+        template_fullpath => path.display().to_string(),
+        template_destpath => dest.clone(),
+        template_host => controller_hostname(),
+        ansible_managed => "Ansible managed",
+    };
+    let context = minijinja::value::merge_maps([extras, ctx.vars.clone()]);
+    let trim = a.trim_blocks.0;
+    let lstrip = a.lstrip_blocks.0;
+    let rendered = if trim && !lstrip {
+        ctx.templar.render_text(&source, &context)
+    } else {
+        // Non-default whitespace control: a copy of the environment with other syntax.
+        let mut env = ctx.templar.env().clone();
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(trim)
+            .lstrip_blocks(lstrip)
+            .keep_trailing_newline(false)
+            .build()
+            .map_err(|e| convert_error(e, &source))?;
+        env.set_syntax(syntax);
+        env.render_str(&source, &context)
+            .map(|r| crate::template::preserve_trailing_newlines(&source, r))
+            .map_err(|e| convert_error(e, &source))
+    }
+    .map_err(|e| {
+        e.note(format!("while rendering template {}", path.display()))
+            .at_opt(ctx.span.as_ref())
+    })?;
+    let rendered = match a.newline_sequence {
+        None | Some(Newline::Lf) => rendered,
+        Some(Newline::CrLf) => rendered.replace("\r\n", "\n").replace('\n', "\r\n"),
+        Some(Newline::Cr) => rendered.replace("\r\n", "\n").replace('\n', "\r"),
+    };
+    let mut spec = PutSpec {
+        data: rendered.into_bytes(),
+        // As Ansible: into a directory the file keeps the template's name (`.j2` too).
+        src_name: path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        src_label: Some(path.display().to_string()),
+        ..p.spec.clone()
+    };
+    preserve_local_mode(&mut spec.attrs, &path);
+    Ok(spec)
+}
 
 /// Renders a template to the host.
 pub struct Template;
 
 #[async_trait]
-impl Module for Template {
-    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: TemplateArgs = parse_args("template", raw, VALID)?;
-        let _ = (&a.output_encoding, a.unsafe_writes);
-        let src = a.src.clone().ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "template: `src` is required")
-                .at_opt(ctx.span.as_ref())
-        })?;
-        let dest = a.dest.clone().filter(|d| !d.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "template: `dest` is required")
-                .at_opt(ctx.span.as_ref())
-        })?;
-        if let Some(v) = &a.validate {
-            check_validate(v)?;
+impl PlanApply for Template {
+    type Work = put::PutWork;
+
+    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<put::PutWork>> {
+        let p = parse(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let _ = &p.a.output_encoding;
+        let spec = render(ctx, &p)?;
+        Ok(match put::plan(ctx, spec).await? {
+            (result, Some(work)) => Plan::change(result, work),
+            (result, None) => Plan::Done(result),
+        })
+    }
+
+    async fn apply(
+        &self,
+        ctx: &ModuleContext,
+        work: put::PutWork,
+        result: ModuleResult,
+    ) -> Result<ModuleResult> {
+        put::apply(ctx, work, result).await
+    }
+
+    async fn at_once(&self, ctx: &ModuleContext, raw: &VarMap) -> Result<Option<ModuleResult>> {
+        let p = parse(raw.clone()).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        // Decided before rendering, so a template taking the long way renders once.
+        if !put::at_once_fits(ctx, &p.spec) {
+            return Ok(None);
         }
-        let path = ctx.find_file("templates", &src)?;
-        let source = std::fs::read_to_string(&path).map_err(|e| {
-            Error::new(
-                ErrorKind::Io,
-                format!("template: cannot read {}: {}", path.display(), e),
-            )
-            .at_opt(ctx.span.as_ref())
-        })?;
-        // Ansible's template variables; the play's own variables win over them.
-        let extras = minijinja::context! {
-            template_path => path.display().to_string(),
-            template_fullpath => path.display().to_string(),
-            template_destpath => dest.clone(),
-            template_host => controller_hostname(),
-            ansible_managed => "Ansible managed",
-        };
-        let context = minijinja::value::merge_maps([extras, ctx.vars.clone()]);
-        let trim = a.trim_blocks.unwrap_or(true);
-        let lstrip = a.lstrip_blocks.unwrap_or(false);
-        let rendered = if trim && !lstrip {
-            ctx.templar.render_text(&source, &context)
-        } else {
-            // Non-default whitespace control: a copy of the environment with other syntax.
-            let mut env = ctx.templar.env().clone();
-            let syntax = minijinja::syntax::SyntaxConfig::builder()
-                .trim_blocks(trim)
-                .lstrip_blocks(lstrip)
-                .keep_trailing_newline(false)
-                .build()
-                .map_err(|e| convert_error(e, &source))?;
-            env.set_syntax(syntax);
-            env.render_str(&source, &context)
-                .map(|r| crate::template::preserve_trailing_newlines(&source, r))
-                .map_err(|e| convert_error(e, &source))
-        }
-        .map_err(|e| {
-            e.note(format!("while rendering template {}", path.display()))
-                .at_opt(ctx.span.as_ref())
-        })?;
-        let rendered = match a.newline_sequence.as_deref() {
-            None | Some("\n") | Some("\\n") => rendered,
-            Some("\r\n") | Some("\\r\\n") => rendered.replace("\r\n", "\n").replace('\n', "\r\n"),
-            Some("\r") | Some("\\r") => rendered.replace("\r\n", "\n").replace('\n', "\r"),
-            Some(other) => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("template: unknown newline_sequence {:?}", other),
-                )
-                .help("use \"\\n\", \"\\r\" or \"\\r\\n\""))
-            }
-        };
-        let mut attrs = Attrs {
-            mode: a.mode,
-            owner: a.owner,
-            group: a.group,
-        };
-        preserve_local_mode(&mut attrs, &path);
-        put_file(
-            ctx,
-            PutSpec {
-                data: rendered.into_bytes(),
-                dest,
-                // As Ansible: into a directory the file keeps the template's name (`.j2` too).
-                src_name: path.file_name().map(|n| n.to_string_lossy().into_owned()),
-                src_label: Some(path.display().to_string()),
-                attrs,
-                backup: a.backup,
-                force: a.force,
-                validate: a.validate,
-                directory_mode: None,
-                follow: a.follow.unwrap_or(false),
-            },
-        )
-        .await
+        put::at_once(ctx, &render(ctx, &p)?).await
+    }
+
+    fn validate(&self, raw: &VarMap) -> Result<()> {
+        parse(raw.clone()).map(|_| ())
     }
 }
 
@@ -167,7 +210,9 @@ fn controller_hostname() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::plan::Planned;
     use super::super::remote::testutil::{args, ctx, mode_of};
+    use super::super::Module;
     use super::*;
     use serde_json::json;
 
@@ -185,7 +230,7 @@ mod tests {
         let mut c = ctx(dir.path(), json!({"ports": [80, 443], "name": "web"}));
         c.diff = true;
         c.check_mode = true;
-        let r = Template
+        let r = Planned(Template)
             .run(&c, args(json!({"src": "cfg.j2", "dest": d, "mode": 416})))
             .await
             .unwrap();
@@ -194,14 +239,14 @@ mod tests {
         let want = "# Ansible managed\nport=80\nport=443\nname=web\n";
         assert_eq!(r.diffs[0].after, want);
         c.check_mode = false;
-        let r = Template
+        let r = Planned(Template)
             .run(&c, args(json!({"src": "cfg.j2", "dest": d, "mode": 416})))
             .await
             .unwrap();
         assert!(r.changed);
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), want);
         assert_eq!(mode_of(&dest), 0o640);
-        let r = Template
+        let r = Planned(Template)
             .run(&c, args(json!({"src": "cfg.j2", "dest": d, "mode": 416})))
             .await
             .unwrap();
@@ -212,7 +257,7 @@ mod tests {
             diff: true,
             ..ctx(dir.path(), json!({}))
         };
-        let r = Template
+        let r = Planned(Template)
             .run(&c2, args(json!({"src": "cfg.j2", "dest": d})))
             .await
             .unwrap();
@@ -231,7 +276,7 @@ mod tests {
         .unwrap();
         let dest = dir.path().join("out");
         let c = ctx(dir.path(), json!({}));
-        Template
+        Planned(Template)
             .run(
                 &c,
                 args(json!({"src": "t.j2", "dest": dest.to_str().unwrap(), "lstrip_blocks": true})),
@@ -240,7 +285,7 @@ mod tests {
             .unwrap();
         assert_eq!(std::fs::read_to_string(&dest).unwrap(), "a\nb\n");
         std::fs::write(dir.path().join("bad.j2"), "{{ missing_var }}\n").unwrap();
-        let e = Template
+        let e = Planned(Template)
             .run(
                 &c,
                 args(json!({"src": "bad.j2", "dest": dest.to_str().unwrap()})),
@@ -248,12 +293,12 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.notes.iter().any(|n| n.contains("bad.j2")), "{e:?}");
-        let e = Template
+        let e = Planned(Template)
             .run(&c, args(json!({"src": "nope.j2", "dest": "/tmp/x"})))
             .await
             .unwrap_err();
         assert!(e.message.contains("nope.j2"));
-        let e = Template
+        let e = Planned(Template)
             .run(
                 &c,
                 args(json!({"src": "t.j2", "dest": "/tmp/x", "mdoe": "0644"})),
