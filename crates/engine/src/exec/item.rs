@@ -49,6 +49,14 @@ pub(super) struct Prepared {
     pub(super) delay: Option<f64>,
 }
 
+/// The result of a task stopped by its `timeout`, as ansible-core words it.
+fn timed_out(d: Duration) -> ModuleResult {
+    ModuleResult::failed(format!(
+        "Task failed: Timed out after {} second(s).",
+        d.as_secs()
+    ))
+}
+
 /// The result of an item that failed with `e` before or while its module ran.
 pub(super) fn item_error(e: Error) -> ItemResult {
     let status = if e.kind == ErrorKind::Connection {
@@ -427,12 +435,13 @@ impl Runner {
         loop {
             attempt += 1;
             let run = match timeout {
+                // A task past its `timeout` fails with ansible-core's message (and may be
+                // retried by `until`), whether kk stopped it here or the connection killed
+                // the remote command (its error says "command timed out").
                 Some(d) => match tokio::time::timeout(d, imp.run(&mctx, args.clone())).await {
+                    Err(_) => Ok(timed_out(d)),
+                    Ok(Err(e)) if e.message.starts_with("command timed out") => Ok(timed_out(d)),
                     Ok(r) => r,
-                    Err(_) => Err(Error::new(
-                        ErrorKind::Runtime,
-                        format!("the task timed out after {} seconds", d.as_secs()),
-                    )),
                 },
                 None => imp.run(&mctx, args.clone()).await,
             };

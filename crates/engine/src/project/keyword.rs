@@ -82,7 +82,7 @@ fn mismatch<T: KeywordValue>(keyword: &str, v: &Value, why: Option<String>) -> (
     };
     (
         format!("{} expects {}, found `{}`", keyword, expected, shown(v)),
-        format!("{} (`{}: {}`)", T::HELP, keyword, example::<T>()),
+        format!("{}, e.g. `{}: {}`", T::HELP, keyword, example::<T>()),
     )
 }
 
@@ -312,7 +312,10 @@ pub fn reject_template(keyword: &str, node: &Node) -> Result<()> {
             ),
             &node.span,
         )
-        .help(format!("write `{}` as a plain value", keyword)));
+        .help(match keyword {
+            "register" => "name the variable directly, e.g. `register: result`".to_string(),
+            _ => format!("write `{}` without `{{{{ }}}}`", keyword),
+        }));
     }
     Ok(())
 }
