@@ -12,67 +12,55 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::args::{parse_with_file_attrs, FileAttrs, Flag, Int, Text};
+use super::lineinfile::attrs_of;
 use super::net::{self, ChecksumSpec, ChecksumValue, Request};
-use super::remote::{self, add_stat_keys, base_name, parse_stats, qpath, stat_var_script, Attrs};
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::remote::{self, add_stat_keys, base_name, parse_stats, qpath, stat_var_script};
+use super::{Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GetUrlArgs {
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    url: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    dest: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    checksum: Option<String>,
-    #[serde(
-        default,
-        alias = "username",
-        deserialize_with = "args::opt_string_like"
-    )]
-    url_username: Option<String>,
-    #[serde(
-        default,
-        alias = "password",
-        deserialize_with = "args::opt_string_like"
-    )]
-    url_password: Option<String>,
-    #[serde(default, alias = "token", deserialize_with = "args::opt_string_like")]
-    bearer_token: Option<String>,
+    #[serde(default)]
+    url: Option<Text>,
+    #[serde(default)]
+    dest: Option<Text>,
+    #[serde(default)]
+    checksum: Option<Text>,
+    #[serde(default, alias = "username")]
+    url_username: Option<Text>,
+    #[serde(default, alias = "password")]
+    url_password: Option<Text>,
+    #[serde(default, alias = "token")]
+    bearer_token: Option<Text>,
     #[serde(default)]
     headers: Option<Value>,
     #[serde(default)]
     timeout: Option<Value>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    retries: Option<i64>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    force: bool,
-    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
-    validate_certs: bool,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    ca_path: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    client_cert: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    client_key: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_mode")]
-    mode: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    owner: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    group: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    http_agent: Option<String>,
+    #[serde(default)]
+    retries: Option<Int>,
+    #[serde(default)]
+    force: Flag,
+    #[serde(default = "Flag::on")]
+    validate_certs: Flag,
+    #[serde(default)]
+    ca_path: Option<Text>,
+    #[serde(default)]
+    client_cert: Option<Text>,
+    #[serde(default)]
+    client_key: Option<Text>,
+    #[serde(default)]
+    http_agent: Option<Text>,
     // Accepted for compatibility: curl always sends basic credentials up front and
     // uses the environment's proxy settings.
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    force_basic_auth: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    use_proxy: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    tmp_dest: Option<String>,
+    #[serde(default)]
+    force_basic_auth: Option<Flag>,
+    #[serde(default)]
+    use_proxy: Option<Flag>,
+    #[serde(default)]
+    tmp_dest: Option<Text>,
 }
 
 const VALID: &[&str] = &[
@@ -90,14 +78,60 @@ const VALID: &[&str] = &[
     "ca_path",
     "client_cert",
     "client_key",
-    "mode",
-    "owner",
-    "group",
     "http_agent",
     "force_basic_auth",
     "use_proxy",
     "tmp_dest",
 ];
+
+fn text(t: &Option<Text>) -> Option<String> {
+    t.as_ref().map(|t| t.as_str().to_string())
+}
+
+/// The arguments, parsed and checked without the host.
+struct Checked {
+    url: String,
+    dest: String,
+    checksum: Option<ChecksumSpec>,
+    /// Seconds; 10 unless given.
+    timeout: Option<u64>,
+    headers: IndexMap<String, String>,
+    args: GetUrlArgs,
+    attrs: FileAttrs,
+}
+
+fn check(raw: VarMap) -> Result<Checked> {
+    let (a, attrs): (GetUrlArgs, FileAttrs) = parse_with_file_attrs("get_url", raw, VALID)?;
+    let _ = (a.force_basic_auth, a.use_proxy, &a.tmp_dest);
+    let url = text(&a.url)
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "get_url: `url` is required"))?;
+    let dest = text(&a.dest)
+        .filter(|d| !d.is_empty())
+        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "get_url: `dest` is required"))?;
+    let checksum = match a.checksum.as_ref().map(|c| c.as_str().trim()) {
+        None | Some("") => None,
+        Some(c) => Some(ChecksumSpec::parse(c)?),
+    };
+    let timeout = match &a.timeout {
+        Some(v) => net::parse_seconds(v)?,
+        None => None,
+    }
+    .or(Some(10));
+    let mut headers = parse_headers(&a.headers)?;
+    if let Some(agent) = &a.http_agent {
+        headers.insert("User-Agent".into(), agent.as_str().to_string());
+    }
+    Ok(Checked {
+        url,
+        dest,
+        checksum,
+        timeout,
+        headers,
+        args: a,
+        attrs,
+    })
+}
 
 /// Default number of retries of a transient failure (no response, 408, 429, 5xx, a cut
 /// transfer), with a backoff of 1, 2, 4 … seconds (at most 30) between attempts.
@@ -172,45 +206,28 @@ const SPLIT: &str = "#kk-split";
 
 #[async_trait]
 impl Module for GetUrl {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(args.clone()).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: GetUrlArgs = parse_args("get_url", raw, VALID)?;
-        let _ = (a.force_basic_auth, a.use_proxy, &a.tmp_dest);
-        let url = a.url.clone().filter(|u| !u.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "get_url: `url` is required")
-                .at_opt(ctx.span.as_ref())
-        })?;
-        let dest = a.dest.clone().filter(|d| !d.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "get_url: `dest` is required")
-                .at_opt(ctx.span.as_ref())
-        })?;
-        let checksum = match a.checksum.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(c) => Some(ChecksumSpec::parse(c)?),
-        };
-        let timeout = match &a.timeout {
-            Some(v) => net::parse_seconds(v)?,
-            None => None,
-        }
-        .or(Some(10));
-        let mut headers = parse_headers(&a.headers)?;
-        if let Some(agent) = &a.http_agent {
-            headers.insert("User-Agent".into(), agent.clone());
-        }
+        let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let (url, dest, checksum, a) = (c.url, c.dest, c.checksum, c.args);
         let req = Request {
             url: url.clone(),
-            headers,
-            username: a.url_username.clone().filter(|u| !u.is_empty()),
-            password: a.url_password.clone(),
-            bearer_token: a.bearer_token.clone().filter(|t| !t.is_empty()),
-            timeout,
-            validate_certs: a.validate_certs,
-            ca_path: a.ca_path.clone(),
-            client_cert: a.client_cert.clone(),
-            client_key: a.client_key.clone(),
+            headers: c.headers,
+            username: text(&a.url_username).filter(|u| !u.is_empty()),
+            password: text(&a.url_password),
+            bearer_token: text(&a.bearer_token).filter(|t| !t.is_empty()),
+            timeout: c.timeout,
+            validate_certs: a.validate_certs.0,
+            ca_path: text(&a.ca_path),
+            client_cert: text(&a.client_cert),
+            client_key: text(&a.client_key),
             follow_redirects: true,
             ..Default::default()
         };
-        let retries = a.retries.unwrap_or(DEFAULT_RETRIES).max(0);
+        let retries = a.retries.map_or(DEFAULT_RETRIES, |Int(r)| r).max(0);
         let name = url_file_name(&net::normalize_url(&url));
         let mut stdin = req.curl_config();
         let (sum_cmd, want, sums_url) = match &checksum {
@@ -229,11 +246,7 @@ impl Module for GetUrl {
                 }
             },
         };
-        let attrs = Attrs {
-            mode: a.mode.clone(),
-            owner: a.owner.clone(),
-            group: a.group.clone(),
-        };
+        let attrs = attrs_of(&c.attrs);
         let mut s = String::new();
         s.push_str(&format!(
             "dest={}\nname={}\nsum={}\nwant={}\nsumsurl={}\nforce={}\ncheck={}\nretries={}\n",
@@ -242,7 +255,7 @@ impl Module for GetUrl {
             shell_quote(&sum_cmd),
             shell_quote(&want),
             if sums_url.is_some() { "1" } else { "" },
-            if a.force { "1" } else { "" },
+            if a.force.0 { "1" } else { "" },
             if ctx.check_mode { "1" } else { "" },
             retries
         ));
@@ -505,5 +518,28 @@ mod tests {
         let h = parse_headers(&Some(json!("{\"K\": \"v\"}"))).unwrap();
         assert_eq!(h.get("K").map(String::as_str), Some("v"));
         assert!(parse_headers(&Some(json!(5))).is_err());
+    }
+
+    #[test]
+    fn validate_at_load() {
+        let check = |a: Value| GetUrl.validate(a.as_object().unwrap());
+        assert!(check(
+            serde_json::json!({"url": "https://x/y", "dest": "/tmp/y", "mode": "0755",
+            "timeout": "30s", "validate_certs": "no"})
+        )
+        .is_ok());
+        let e = check(serde_json::json!({"url": "https://x/y", "dest": "/y", "forse": true}))
+            .unwrap_err();
+        assert!(e.message.contains("get_url") && e.message.contains("forse"));
+        assert!(e.help.unwrap().contains("mode, owner"));
+        let e = check(serde_json::json!({"dest": "/y"})).unwrap_err();
+        assert!(e.message.contains("get_url: `url` is required"));
+        let e = check(serde_json::json!({"url": "https://x/y", "dest": "/y", "force": "maybe"}))
+            .unwrap_err();
+        assert!(e.message.contains("get_url") && e.message.contains("boolean"));
+        assert!(check(
+            serde_json::json!({"url": "https://x/y", "dest": "/y", "checksum": "md7:1"})
+        )
+        .is_err());
     }
 }

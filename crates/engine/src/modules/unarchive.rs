@@ -16,45 +16,41 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::remote::{self, qpath, Attrs};
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::args::{parse_with_file_attrs, FileAttrs, Flag, List, Text};
+use super::lineinfile::attrs_of;
+use super::remote::{self, qpath};
+use super::{Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UnarchiveArgs {
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    src: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    dest: Option<String>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    remote_src: bool,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    copy: Option<bool>,
-    #[serde(default, deserialize_with = "args::list_like")]
-    extra_opts: Vec<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    creates: Option<String>,
-    #[serde(default, deserialize_with = "args::list_like")]
-    include: Vec<String>,
-    #[serde(default, deserialize_with = "args::list_like")]
-    exclude: Vec<String>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    list_files: bool,
-    #[serde(default, deserialize_with = "args::opt_mode")]
-    mode: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    owner: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    group: Option<String>,
+    #[serde(default)]
+    src: Option<Text>,
+    #[serde(default)]
+    dest: Option<Text>,
+    #[serde(default)]
+    remote_src: Flag,
+    #[serde(default)]
+    copy: Option<Flag>,
+    #[serde(default)]
+    extra_opts: List,
+    #[serde(default)]
+    creates: Option<Text>,
+    #[serde(default)]
+    include: List,
+    #[serde(default)]
+    exclude: List,
+    #[serde(default)]
+    list_files: Flag,
     // Accepted for compatibility; they change nothing here.
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    keep_newer: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    validate_certs: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    decrypt: Option<bool>,
+    #[serde(default)]
+    keep_newer: Option<Flag>,
+    #[serde(default)]
+    validate_certs: Option<Flag>,
+    #[serde(default)]
+    decrypt: Option<Flag>,
     #[serde(default)]
     io_buffer_size: Option<Value>,
 }
@@ -69,14 +65,52 @@ const VALID: &[&str] = &[
     "include",
     "exclude",
     "list_files",
-    "mode",
-    "owner",
-    "group",
     "keep_newer",
     "validate_certs",
     "decrypt",
     "io_buffer_size",
 ];
+
+/// The arguments, parsed and checked without the host.
+struct Checked {
+    src: String,
+    dest: String,
+    remote_src: bool,
+    args: UnarchiveArgs,
+    attrs: FileAttrs,
+}
+
+fn check(raw: VarMap) -> Result<Checked> {
+    let (a, attrs): (UnarchiveArgs, FileAttrs) = parse_with_file_attrs("unarchive", raw, VALID)?;
+    let _ = (a.keep_newer, a.validate_certs, a.decrypt, &a.io_buffer_size);
+    let required = |v: &Option<Text>, name: &str| {
+        v.as_ref()
+            .map(|t| t.as_str().to_string())
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::ModuleArgs,
+                    format!("unarchive: `{}` is required", name),
+                )
+            })
+    };
+    let src = required(&a.src, "src")?;
+    let dest = required(&a.dest, "dest")?;
+    if src.contains("://") {
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            format!("unarchive: a URL as `src` is not supported ({})", src),
+        )
+        .help("download it first with `get_url` (checksum-verified), then unarchive with `remote_src: true`"));
+    }
+    Ok(Checked {
+        src,
+        dest,
+        remote_src: a.remote_src.0 || a.copy == Some(Flag(false)),
+        args: a,
+        attrs,
+    })
+}
 
 /// Unpacks archives.
 pub struct Unarchive;
@@ -143,26 +177,13 @@ fn detect(name: &str, head: Option<&[u8]>) -> Option<Format> {
 
 #[async_trait]
 impl Module for Unarchive {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(args.clone()).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: UnarchiveArgs = parse_args("unarchive", raw, VALID)?;
-        let _ = (a.keep_newer, a.validate_certs, a.decrypt, &a.io_buffer_size);
-        let src = a.src.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "unarchive: `src` is required")
-                .at_opt(ctx.span.as_ref())
-        })?;
-        let dest = a.dest.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "unarchive: `dest` is required")
-                .at_opt(ctx.span.as_ref())
-        })?;
-        let remote_src = a.remote_src || a.copy == Some(false);
-        if src.contains("://") {
-            return Err(Error::new(
-                ErrorKind::ModuleArgs,
-                format!("unarchive: a URL as `src` is not supported ({})", src),
-            )
-            .help("download it first with `get_url` (checksum-verified), then unarchive with `remote_src: true`")
-            .at_opt(ctx.span.as_ref()));
-        }
+        let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let (src, dest, remote_src, a) = (c.src, c.dest, c.remote_src, c.args);
         let (data, format, label) = if remote_src {
             (None, detect(&src, None), src.clone())
         } else {
@@ -190,23 +211,19 @@ impl Module for Unarchive {
             }
             (Some(data), f, path.display().to_string())
         };
-        let attrs = Attrs {
-            mode: a.mode.clone(),
-            owner: a.owner.clone(),
-            group: a.group.clone(),
-        };
+        let attrs = attrs_of(&c.attrs);
         let mut s = String::new();
         s.push_str(&format!(
             "dest={}\nfmt={}\ncheck={}\nlist={}\n",
             qpath(dest.trim_end_matches('/')),
             format.map(Format::name).unwrap_or(""),
             if ctx.check_mode { "1" } else { "" },
-            if a.list_files { "1" } else { "" },
+            if a.list_files.0 { "1" } else { "" },
         ));
         if let Some(c) = &a.creates {
             s.push_str(&format!(
                 "if [ -e {} ]; then echo result=creates; exit 0; fi\n",
-                qpath(c)
+                qpath(c.as_str())
             ));
         }
         s.push_str(PREPARE);
@@ -222,19 +239,20 @@ impl Module for Unarchive {
         }
         let extra: String = a
             .extra_opts
+            .0
             .iter()
             .map(|o| format!(" {}", shell_quote(o)))
             .collect();
         let mut members = String::new();
-        for m in &a.include {
+        for m in &a.include.0 {
             members.push_str(&format!(" {}", shell_quote(m)));
         }
         let mut tar_ex = String::new();
         let mut zip_ex = String::new();
-        if !a.exclude.is_empty() {
+        if !a.exclude.0.is_empty() {
             zip_ex.push_str(" -x");
         }
-        for e in &a.exclude {
+        for e in &a.exclude.0 {
             tar_ex.push_str(&format!(" --exclude={}", shell_quote(e)));
             zip_ex.push_str(&format!(" {}", shell_quote(e)));
         }
@@ -276,7 +294,7 @@ esac
             res.skipped = true;
             res.msg = Some(format!(
                 "skipped, since {} exists",
-                a.creates.clone().unwrap_or_default()
+                a.creates.clone().unwrap_or_default().0
             ));
             return Ok(res);
         }
@@ -303,7 +321,7 @@ esac
         }
         res.data
             .insert("changed_files".into(), Value::Array(changed_files));
-        if a.list_files {
+        if a.list_files.0 {
             let files: Vec<Value> = text
                 .lines()
                 .filter_map(|l| l.strip_prefix("file="))
@@ -533,5 +551,21 @@ mod tests {
             .await
             .unwrap();
         assert!(r.skipped && !r.changed);
+    }
+
+    #[test]
+    fn validate_at_load() {
+        let check = |a: Value| Unarchive.validate(a.as_object().unwrap());
+        let ok = serde_json::json!({"src": "/tmp/a.tgz", "dest": "/opt", "remote_src": "yes",
+            "mode": "0755", "extra_opts": "--strip-components=1"});
+        assert!(check(ok).is_ok());
+        let e = check(serde_json::json!({"src": "a.tgz", "dest": "/opt", "rmote_src": true}))
+            .unwrap_err();
+        assert!(e.message.contains("unarchive") && e.message.contains("rmote_src"));
+        assert!(e.help.unwrap().contains("src, dest"));
+        let e = check(serde_json::json!({"src": "a.tgz"})).unwrap_err();
+        assert!(e.message.contains("unarchive: `dest` is required"));
+        let e = check(serde_json::json!({"src": "https://x/a.tgz", "dest": "/opt"})).unwrap_err();
+        assert!(e.message.contains("URL"));
     }
 }
