@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::args::{Flag, Text};
+use super::plan::{Plan, PlanApply};
 use super::remote::{self, base_name, md5_hex, qpath, sha1_hex, Checksum, FileKind, StatOptions};
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Files up to this size come back with the stat.
@@ -17,20 +19,16 @@ const INLINE_LIMIT: u64 = 1 << 20;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FetchArgs {
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    src: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    dest: Option<String>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    flat: bool,
-    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
-    fail_on_missing: bool,
-    #[serde(
-        default = "args::yes",
-        alias = "validate_md5",
-        deserialize_with = "args::bool_like"
-    )]
-    validate_checksum: bool,
+    #[serde(default)]
+    src: Option<Text>,
+    #[serde(default)]
+    dest: Option<Text>,
+    #[serde(default)]
+    flat: Flag,
+    #[serde(default = "Flag::on")]
+    fail_on_missing: Flag,
+    #[serde(default = "Flag::on", alias = "validate_md5")]
+    validate_checksum: Flag,
 }
 
 const VALID: &[&str] = &[
@@ -40,6 +38,31 @@ const VALID: &[&str] = &[
     "fail_on_missing",
     "validate_checksum",
 ];
+
+/// Parses and checks the arguments without touching a host (also at load time):
+/// (src, dest, the arguments).
+fn parse(raw: VarMap) -> Result<(String, String, FetchArgs)> {
+    let a: FetchArgs = parse_args("fetch", raw, VALID)?;
+    match (&a.src, &a.dest) {
+        (Some(s), Some(d)) if !s.0.is_empty() && !d.0.is_empty() => {
+            Ok((s.0.clone(), d.0.clone(), a))
+        }
+        _ => Err(Error::new(
+            ErrorKind::ModuleArgs,
+            "fetch: `src` and `dest` are required",
+        )),
+    }
+}
+
+/// What applying a fetch does: bring the file (already read, or to read) to `target`.
+pub struct FetchWork {
+    src: String,
+    target: PathBuf,
+    /// The content, when it came with the stat.
+    content: Option<Vec<u8>>,
+    remote_sum: String,
+    validate_checksum: bool,
+}
 
 /// Fetches a host file to the controller.
 pub struct Fetch;
@@ -88,19 +111,11 @@ fn normalize(p: &Path) -> PathBuf {
 }
 
 #[async_trait]
-impl Module for Fetch {
-    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: FetchArgs = parse_args("fetch", raw, VALID)?;
-        let (src, dest) = match (&a.src, &a.dest) {
-            (Some(s), Some(d)) if !s.is_empty() && !d.is_empty() => (s.clone(), d.clone()),
-            _ => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    "fetch: `src` and `dest` are required",
-                )
-                .at_opt(ctx.span.as_ref()))
-            }
-        };
+impl PlanApply for Fetch {
+    type Work = FetchWork;
+
+    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<FetchWork>> {
+        let (src, dest, a) = parse(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
         let opts = StatOptions {
             follow: true,
             checksum: Some(Checksum::Sha1),
@@ -112,7 +127,7 @@ impl Module for Fetch {
             &dest,
             &src,
             &ctx.host,
-            a.flat,
+            a.flat.0,
             ctx.search_dirs.last().map(PathBuf::as_path),
         );
         let target_s = target.display().to_string();
@@ -121,34 +136,55 @@ impl Module for Fetch {
         if !st.exists {
             let msg = "the remote file does not exist, not transferring, ignored";
             let mut r = ModuleResult::ok().msg(msg).with("file", src.clone());
-            r.failed = a.fail_on_missing;
-            return Ok(r);
+            r.failed = a.fail_on_missing.0;
+            return Ok(Plan::Done(r));
         }
         if st.kind == FileKind::Dir {
             let msg = "remote file is a directory, fetch cannot work on directories";
-            if a.fail_on_missing {
-                return Ok(ModuleResult::failed(msg));
+            if a.fail_on_missing.0 {
+                return Ok(Plan::Done(ModuleResult::failed(msg)));
             }
-            return Ok(ModuleResult::ok().msg(format!("{}, not transferring, ignored", msg)));
+            return Ok(Plan::Done(
+                ModuleResult::ok().msg(format!("{}, not transferring, ignored", msg)),
+            ));
         }
         let remote_sum = st.checksum.clone().ok_or_else(|| {
             Error::new(ErrorKind::Runtime, format!("fetch: cannot read {} on the host", src))
                 .help("is it readable by the connecting user? use `become: true` for files only root can read")
         })?;
         let local_sum = std::fs::read(&target).ok().map(|d| sha1_hex(&d));
-        let mut res = ModuleResult::default()
-            .with("dest", target_s.clone())
+        let res = ModuleResult::default()
+            .with("dest", target_s)
             .with("remote_checksum", remote_sum.clone())
             .with("checksum", remote_sum.clone())
             .with("file", src.clone());
         if local_sum.as_deref() == Some(remote_sum.as_str()) {
-            return Ok(res);
+            return Ok(Plan::Done(res));
         }
-        res.changed = true;
-        if ctx.check_mode {
-            return Ok(res);
-        }
-        let data = match st.content {
+        let work = FetchWork {
+            src,
+            target,
+            content: st.content,
+            remote_sum,
+            validate_checksum: a.validate_checksum.0,
+        };
+        Ok(Plan::change(res, work))
+    }
+
+    async fn apply(
+        &self,
+        ctx: &ModuleContext,
+        work: FetchWork,
+        mut res: ModuleResult,
+    ) -> Result<ModuleResult> {
+        let FetchWork {
+            src,
+            target,
+            content,
+            remote_sum,
+            validate_checksum,
+        } = work;
+        let data = match content {
             Some(d) => d,
             None => {
                 let out = ctx.exec(format!("cat -- {}", qpath(&src)), None).await?;
@@ -162,7 +198,7 @@ impl Module for Fetch {
             }
         };
         let got = sha1_hex(&data);
-        if a.validate_checksum && got != remote_sum {
+        if validate_checksum && got != remote_sum {
             return Err(Error::new(
                 ErrorKind::Runtime,
                 format!(
@@ -186,18 +222,24 @@ impl Module for Fetch {
         crate::files::write_atomic(&target, &data, None, false).map_err(|e| {
             Error::new(
                 ErrorKind::Io,
-                format!("fetch: cannot write {}: {}", target_s, e),
+                format!("fetch: cannot write {}: {}", target.display(), e),
             )
         })?;
         res.data.insert("checksum".into(), got.into());
         res.data.insert("md5sum".into(), md5_hex(&data).into());
         Ok(res)
     }
+
+    fn validate(&self, raw: &VarMap) -> Result<()> {
+        parse(raw.clone()).map(|_| ())
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::plan::Planned;
     use super::super::remote::testutil::{args, ctx};
+    use super::super::Module;
     use super::*;
     use serde_json::json;
 
@@ -226,10 +268,16 @@ mod tests {
         let mut c = ctx(dir.path(), json!({}));
         let a = json!({"src": src.to_str().unwrap(), "dest": "fetched"});
         c.check_mode = true;
-        assert!(Fetch.run(&c, args(a.clone())).await.unwrap().changed);
+        assert!(
+            Planned(Fetch)
+                .run(&c, args(a.clone()))
+                .await
+                .unwrap()
+                .changed
+        );
         assert!(!dir.path().join("fetched").exists());
         c.check_mode = false;
-        let r = Fetch.run(&c, args(a.clone())).await.unwrap();
+        let r = Planned(Fetch).run(&c, args(a.clone())).await.unwrap();
         assert!(r.changed);
         let want = dir
             .path()
@@ -238,11 +286,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&want).unwrap(), "payload");
         assert_eq!(r.data["dest"], json!(want.to_str().unwrap()));
         assert_eq!(r.data["checksum"], json!(sha1_hex(b"payload")));
-        assert!(!Fetch.run(&c, args(a)).await.unwrap().changed);
+        assert!(!Planned(Fetch).run(&c, args(a)).await.unwrap().changed);
         // flat into a directory
         let flat = format!("{}/flat/", dir.path().display());
         assert!(
-            Fetch
+            Planned(Fetch)
                 .run(
                     &c,
                     args(json!({"src": src.to_str().unwrap(), "dest": flat, "flat": true}))
@@ -259,7 +307,7 @@ mod tests {
             .collect();
         std::fs::write(&big, &data).unwrap();
         let out = format!("{}/bigout", dir.path().display());
-        let r = Fetch
+        let r = Planned(Fetch)
             .run(
                 &c,
                 args(json!({"src": big.to_str().unwrap(), "dest": out, "flat": true})),
@@ -268,13 +316,13 @@ mod tests {
             .unwrap();
         assert!(r.changed);
         assert_eq!(std::fs::read(dir.path().join("bigout")).unwrap(), data);
-        let e = Fetch
+        let e = Planned(Fetch)
             .run(&c, args(json!({"src": "a", "dest": "b", "flatt": true})))
             .await
             .unwrap_err();
         assert!(e.message.contains("flatt"));
         // missing
-        let r = Fetch
+        let r = Planned(Fetch)
             .run(&c, args(json!({"src": "/nonexistent/kk", "dest": "x"})))
             .await
             .unwrap();
@@ -283,12 +331,12 @@ mod tests {
             r.msg.as_deref(),
             Some("the remote file does not exist, not transferring, ignored")
         );
-        let r = Fetch
+        let r = Planned(Fetch)
             .run(&c, args(json!({"src": "/", "dest": "x"})))
             .await
             .unwrap();
         assert!(r.failed && r.msg.unwrap().contains("is a directory"));
-        let r = Fetch
+        let r = Planned(Fetch)
             .run(
                 &c,
                 args(json!({"src": "/nonexistent/kk", "dest": "x", "fail_on_missing": false})),

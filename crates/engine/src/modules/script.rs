@@ -5,26 +5,61 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::args::{Flag, Text};
 use super::command::split_words;
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScriptArgs {
-    #[serde(default, alias = "cmd", deserialize_with = "args::opt_string_like")]
-    _raw_params: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
+    #[serde(default, alias = "cmd")]
+    _raw_params: Option<Text>,
+    #[serde(default)]
+    creates: Option<Text>,
+    #[serde(default)]
+    removes: Option<Text>,
+    #[serde(default)]
+    chdir: Option<Text>,
+    #[serde(default)]
+    executable: Option<Text>,
+    #[serde(default)]
+    decrypt: Option<Flag>,
+}
+
+/// The arguments as the run uses them.
+struct Checked {
+    /// The script's path as written and the rest of the command line.
+    path: String,
+    rest: String,
     creates: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
     removes: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
     chdir: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
     executable: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    decrypt: Option<bool>,
+}
+
+/// Parses and checks the arguments without touching a host (also at load time).
+fn parse(raw: VarMap) -> Result<Checked> {
+    let a: ScriptArgs = parse_args("script", raw, VALID)?;
+    let _ = a.decrypt;
+    let (path, rest) = a
+        ._raw_params
+        .as_ref()
+        .and_then(|r| split_command(r.as_str()))
+        .ok_or_else(|| {
+            Error::new(ErrorKind::ModuleArgs, "script: no script given")
+                .help("write `script: path/to/script.sh arg1 arg2` or use `cmd:`")
+        })?;
+    let text = |t: Option<Text>| t.map(|t| t.0);
+    Ok(Checked {
+        path,
+        rest,
+        creates: text(a.creates),
+        removes: text(a.removes),
+        chdir: text(a.chdir),
+        executable: text(a.executable),
+    })
 }
 
 const VALID: &[&str] = &[
@@ -72,18 +107,9 @@ pub struct Script;
 #[async_trait]
 impl Module for Script {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: ScriptArgs = parse_args("script", raw, VALID)?;
-        let _ = a.decrypt;
-        let (path, rest) = a
-            ._raw_params
-            .as_deref()
-            .and_then(split_command)
-            .ok_or_else(|| {
-                Error::new(ErrorKind::ModuleArgs, "script: no script given")
-                    .help("write `script: path/to/script.sh arg1 arg2` or use `cmd:`")
-                    .at_opt(ctx.span.as_ref())
-            })?;
-        let local = ctx.find_file("files", &path)?;
+        let a = parse(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let (path, rest) = (&a.path, &a.rest);
+        let local = ctx.find_file("files", path)?;
         let data = std::fs::read(&local).map_err(|e| {
             Error::new(
                 ErrorKind::Io,
@@ -165,6 +191,10 @@ impl Module for Script {
             res.msg = Some("non-zero return code".into());
         }
         Ok(res)
+    }
+
+    fn validate(&self, raw: &VarMap) -> Result<()> {
+        parse(raw.clone()).map(|_| ())
     }
 }
 

@@ -5,49 +5,29 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::args::{Flag, Text};
 use super::remote::{self, Checksum, RemoteStat, StatOptions};
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StatArgs {
-    #[serde(
-        default,
-        alias = "dest",
-        alias = "name",
-        deserialize_with = "args::opt_string_like"
-    )]
-    path: Option<String>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    follow: bool,
-    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
-    get_checksum: bool,
-    #[serde(
-        default,
-        alias = "checksum",
-        alias = "checksum_algo",
-        deserialize_with = "args::opt_string_like"
-    )]
-    checksum_algorithm: Option<String>,
+    #[serde(default, alias = "dest", alias = "name")]
+    path: Option<Text>,
+    #[serde(default)]
+    follow: Flag,
+    #[serde(default = "Flag::on")]
+    get_checksum: Flag,
+    #[serde(default, alias = "checksum", alias = "checksum_algo")]
+    checksum_algorithm: Option<Text>,
     // Accepted and ignored: no MIME database or lsattr is assumed on the host.
-    #[serde(
-        default,
-        alias = "mime",
-        alias = "mime_type",
-        alias = "mime-type",
-        deserialize_with = "args::opt_bool_like"
-    )]
-    get_mime: Option<bool>,
-    #[serde(
-        default,
-        alias = "attr",
-        alias = "attributes",
-        deserialize_with = "args::opt_bool_like"
-    )]
-    get_attributes: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    get_md5: Option<bool>,
+    #[serde(default, alias = "mime", alias = "mime_type", alias = "mime-type")]
+    get_mime: Option<Flag>,
+    #[serde(default, alias = "attr", alias = "attributes")]
+    get_attributes: Option<Flag>,
+    #[serde(default)]
+    get_md5: Option<Flag>,
 }
 
 const VALID: &[&str] = &[
@@ -59,33 +39,49 @@ const VALID: &[&str] = &[
     "get_attributes",
 ];
 
+/// Parses and checks the arguments without touching a host (also at load time):
+/// the path and what to read.
+fn parse(raw: VarMap) -> Result<(String, StatOptions)> {
+    let a: StatArgs = parse_args("stat", raw, VALID)?;
+    let _ = (a.get_mime, a.get_attributes, a.get_md5);
+    let path = a
+        .path
+        .map(|p| p.0)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "stat: `path` is required"))?;
+    let algo = a
+        .checksum_algorithm
+        .map(|c| c.0)
+        .unwrap_or_else(|| "sha1".into());
+    let checksum = Checksum::parse(&algo).ok_or_else(|| {
+        Error::new(
+            ErrorKind::ModuleArgs,
+            format!("stat: unknown checksum_algorithm {:?}", algo),
+        )
+        .help("use one of: md5, sha1, sha224, sha256, sha384, sha512")
+    })?;
+    let opts = StatOptions {
+        follow: a.follow.0,
+        checksum: a.get_checksum.0.then_some(checksum),
+        content: false,
+        max_content: None,
+    };
+    Ok((path, opts))
+}
+
 /// Reports on a path; never changes anything.
 pub struct Stat;
 
 #[async_trait]
 impl Module for Stat {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: StatArgs = parse_args("stat", raw, VALID)?;
-        let _ = (a.get_mime, a.get_attributes, a.get_md5);
-        let path = a.path.clone().filter(|p| !p.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "stat: `path` is required").at_opt(ctx.span.as_ref())
-        })?;
-        let algo = a.checksum_algorithm.as_deref().unwrap_or("sha1");
-        let checksum = Checksum::parse(algo).ok_or_else(|| {
-            Error::new(
-                ErrorKind::ModuleArgs,
-                format!("stat: unknown checksum_algorithm {:?}", algo),
-            )
-            .help("use one of: md5, sha1, sha224, sha256, sha384, sha512")
-        })?;
-        let opts = StatOptions {
-            follow: a.follow,
-            checksum: a.get_checksum.then_some(checksum),
-            content: false,
-            max_content: None,
-        };
+        let (path, opts) = parse(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
         let st = remote::stat_paths(ctx, &[&path], opts).await?.remove(0);
         Ok(ModuleResult::ok().with("stat", stat_dict(&path, &st)))
+    }
+
+    fn validate(&self, raw: &VarMap) -> Result<()> {
+        parse(raw.clone()).map(|_| ())
     }
 }
 
