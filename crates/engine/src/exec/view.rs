@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::{PlayCtx, Runner, Scope};
 use crate::template::OMIT;
+use crate::vars::precedence::{Level, Precedence};
 use crate::vars::{HostVars, Layers, Magic, VarMap, VarView};
 
 impl Runner {
@@ -60,16 +61,22 @@ impl Runner {
 
     /// The layers a host sees outside any role/block/task scope (what `hostvars[h]` shows).
     pub(super) fn base_layers(&self, host: &str, play_vars: &Arc<VarMap>) -> Layers {
+        self.host_precedence(host, play_vars).build()
+    }
+
+    /// The host-wide sources of design §3: those every view of this host has, whatever
+    /// the scope (the task view adds its roles, vars_files, block/task vars and params).
+    fn host_precedence(&self, host: &str, play_vars: &Arc<VarMap>) -> Precedence {
         let st = self.state(host);
-        let mut l = Layers::default();
-        l.push(self.config.clone());
-        l.push(self.inventory_vars(host));
-        l.push_data(st.facts.clone());
-        l.push(play_vars.clone());
-        l.push(st.included.clone());
-        l.push_data(st.runtime.clone());
-        l.push(self.extra.clone());
-        l
+        let mut p = Precedence::new();
+        p.add(Level::Config, self.config.clone())
+            .add(Level::Inventory, self.inventory_vars(host))
+            .add(Level::Facts, st.facts.clone())
+            .add(Level::PlayVars, play_vars.clone())
+            .add(Level::IncludeVars, st.included.clone())
+            .add(Level::SetFact, st.runtime.clone())
+            .add(Level::ExtraVars, self.extra.clone());
+        p
     }
 
     pub(super) fn host_magic(&self, host: &str) -> Arc<VarMap> {
@@ -124,40 +131,26 @@ impl Runner {
         top: Option<Arc<VarMap>>,
         hostvars: &minijinja::Value,
     ) -> Arc<VarView> {
-        let st = self.state(host);
-        let mut l = Layers::default();
-        for d in &pc.role_defaults {
-            l.push(d.clone());
-        }
-        for r in &scope.roles {
-            l.push(r.role.defaults.clone());
-        }
-        l.push(self.config.clone());
-        l.push(self.inventory_vars(host));
-        l.push_data(st.facts.clone());
-        l.push(pc.vars.clone());
-        if let Some(vf) = pc.host_vars_files.get(host) {
-            l.push(vf.clone());
-        }
-        for v in &pc.role_vars {
-            l.push(v.clone());
-        }
-        for r in &scope.roles {
-            l.push(r.role.vars.clone());
-        }
-        for v in &scope.vars {
-            l.push(v.clone());
-        }
-        l.push(st.included.clone());
-        l.push_data(st.runtime.clone());
-        // Role parameters beat set_fact (Ansible's precedence), but stay private to the role.
-        for r in &scope.roles {
-            l.push(r.params.clone());
-        }
-        l.push(self.extra.clone());
-        if let Some(t) = top {
-            l.push_data(t);
-        }
+        let mut p = self.host_precedence(host, &pc.vars);
+        p.extend(Level::RoleDefaults, pc.role_defaults.iter().cloned())
+            .extend(
+                Level::RoleDefaults,
+                scope.roles.iter().map(|r| r.role.defaults.clone()),
+            )
+            .extend(Level::VarsFiles, pc.host_vars_files.get(host).cloned())
+            .extend(Level::RoleVars, pc.role_vars.iter().cloned())
+            .extend(
+                Level::RoleVars,
+                scope.roles.iter().map(|r| r.role.vars.clone()),
+            )
+            .extend(Level::ScopeVars, scope.vars.iter().cloned())
+            // Role parameters beat set_fact (Ansible's precedence), but stay private to the role.
+            .extend(
+                Level::RoleParams,
+                scope.roles.iter().map(|r| r.params.clone()),
+            )
+            .extend(Level::LoopItem, top);
+        let l = p.build();
         let mut values = vec![self.host_magic(host)];
         if let Some(r) = scope.roles.last() {
             let mut m = VarMap::new();

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::template::{is_template, to_mj, Templar};
 
 pub mod input;
+pub mod precedence;
 
 /// A map of variables.
 pub type VarMap = Map<String, Value>;
