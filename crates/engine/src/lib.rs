@@ -9,6 +9,7 @@ pub mod duration;
 pub mod error;
 pub mod exec;
 pub mod files;
+pub mod graph;
 pub mod inventory;
 pub mod modules;
 pub mod project;

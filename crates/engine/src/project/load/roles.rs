@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use super::{canonical, cycle_error, parse_inherited, resolve_first, FileCtx, Loader};
 use crate::error::{Error, Result, Span};
+use crate::graph::{cycle_text, DepGraph};
 use crate::project::{Inherited, Role, RoleScope, Task, TaskKind, TaskOwn};
 use crate::vars::VarMap;
 use crate::yaml::{self, Node, Yaml};
@@ -127,6 +128,58 @@ impl Loader {
         }
     }
 
+    /// Walks the role dependency graph under `root` (each role's `meta/main`
+    /// `dependencies`) and refuses the first dependency that closes a cycle, printing the
+    /// cycle by role names (`a -> b -> a`) at that dependency.
+    fn check_dependency_graph(&self, root: &Path) -> Result<()> {
+        let mut graph = DepGraph::new();
+        let mut todo = vec![root.to_path_buf()];
+        let mut walked = HashSet::new();
+        while let Some(role) = todo.pop() {
+            if !walked.insert(role.clone()) {
+                continue;
+            }
+            let Some(meta) =
+                resolve_first(&[role.join("meta/main.yaml"), role.join("meta/main.yml")])
+            else {
+                continue;
+            };
+            let node = yaml::load_file(&meta)?;
+            let Some(Yaml::Seq(deps)) = node.get("dependencies").map(|d| &d.value) else {
+                continue; // a malformed list is reported when the role loads
+            };
+            for d in deps {
+                let name = match &d.value {
+                    Yaml::Str(s) => Some(s.as_str()),
+                    Yaml::Map(_) => d
+                        .get("role")
+                        .or_else(|| d.get("name"))
+                        .and_then(Node::as_str),
+                    _ => None,
+                };
+                // A dependency that cannot be found is reported when it loads.
+                let Some(dep) = name.and_then(|n| self.find_role(n, &role).ok()) else {
+                    continue;
+                };
+                let dep = canonical(&dep);
+                if let Err(cycle) = graph.add_edge(&role, &dep) {
+                    let names = cycle.iter().map(|p| {
+                        p.file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_else(|| p.display().to_string())
+                    });
+                    return Err(Error::syntax(
+                        format!("role dependency cycle: {}", cycle_text(names)),
+                        &d.span,
+                    )
+                    .help("role dependencies may not form a cycle"));
+                }
+                todo.push(dep);
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn load_role_ref(
         &self,
         item: &Node,
@@ -206,6 +259,9 @@ impl Loader {
             return Ok(()); // Ansible runs a role once per play for the same parameters.
         }
         let role_key = canonical(&scope.role.path);
+        if ctx.role.is_none() {
+            self.check_dependency_graph(&role_key)?;
+        }
         if ctx.stack.contains(&role_key) {
             return Err(cycle_error(&ctx.stack, &scope.role.path, Some(&item.span))
                 .help("role dependencies may not form a cycle"));
