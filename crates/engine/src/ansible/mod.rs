@@ -9,7 +9,7 @@ mod shell;
 mod split;
 
 pub use shell::{shell_quote, split_words};
-pub use split::split_args;
+pub use split::{join_args, split_args, split_words_strict};
 
 /// Ansible's boolean conversion (`yes`, `on`, `1`, `true` …); `None` for anything else.
 pub fn to_bool(v: &Value) -> Option<bool> {
@@ -23,6 +23,15 @@ pub fn to_bool(v: &Value) -> Option<bool> {
         },
         Value::Null => Some(false),
         _ => None,
+    }
+}
+
+/// A value as text, as Ansible's `to_text` gives a module argument: strings as they are
+/// (unquoted), anything else as JSON.
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
 

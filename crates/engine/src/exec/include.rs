@@ -8,8 +8,9 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use super::{PlayCtx, Runner, Scope};
+use crate::ansible::value_text;
 use crate::error::{Error, ErrorKind};
-use crate::project::{value_text, Task, TaskKind};
+use crate::project::{Task, TaskKind};
 use crate::report::{Event, Status};
 use crate::vars::VarMap;
 

@@ -3,56 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::ansible::{join_args, split_args};
 use crate::vars::input::{decode_escapes, unquote as unquote_ansible};
-
-/// Splits on whitespace outside quotes and outside `{{ }}`/`{% %}`, keeping quotes.
-pub fn split_args(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut depth = 0usize;
-    let chars: Vec<char> = s.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if quote.is_none() && (c == '{' && matches!(next, Some('{') | Some('%') | Some('#'))) {
-            depth += 1;
-            cur.push(c);
-            cur.push(next.unwrap());
-            i += 2;
-            continue;
-        }
-        if quote.is_none() && depth > 0 && matches!(c, '}' | '%' | '#') && next == Some('}') {
-            depth -= 1;
-            cur.push(c);
-            cur.push('}');
-            i += 2;
-            continue;
-        }
-        match (quote, c) {
-            (None, '\'' | '"') if depth == 0 => {
-                quote = Some(c);
-                cur.push(c);
-            }
-            (Some(q), c) if c == q && !cur.ends_with('\\') => {
-                quote = None;
-                cur.push(c);
-            }
-            (None, c) if c.is_whitespace() && depth == 0 => {
-                if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                }
-            }
-            _ => cur.push(c),
-        }
-        i += 1;
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
 
 fn unquote(s: &str) -> String {
     let b = s.as_bytes();
@@ -77,131 +29,17 @@ const COMMAND_PARAMS: &[&str] = &[
     "strip_empty_ends",
 ];
 
-/// Ansible's `split_args` (`parsing/splitter.py`), step for step: splits on single spaces
-/// and newlines, then glues back the pieces that fall inside quotes or a Jinja
-/// `{{ }}`/`{% %}`/`{# #}` block. The pieces keep the whitespace they were split on (a run
-/// of spaces stays on the piece before it, a newline ends the piece before it), so that
-/// [`join_args`] rebuilds the text as written; a lone `\` outside quotes is a line
-/// continuation and is dropped together with its line's newline.
-///
-/// The flag is false when a quote or block is still open at the end. Ansible then fails
-/// ("failed at splitting arguments, either an unbalanced jinja2 block or quotes"); kk
-/// keeps the pieces, where everything from the stray quote on is one piece of command
-/// text, so a script with an apostrophe in a comment still runs as the shell reads it.
-pub fn split_args_ansible(args: &str) -> (Vec<String>, bool) {
-    let mut params: Vec<String> = Vec::new();
-    if args.is_empty() {
-        return (params, true);
-    }
-    let items: Vec<&str> = args.split('\n').collect();
-    let mut quote_char: Option<char> = None;
-    let mut inside_quotes = false;
-    let (mut print_depth, mut block_depth, mut comment_depth) = (0i64, 0i64, 0i64);
-    for (itemidx, item) in items.iter().enumerate() {
-        let mut line_continuation = false;
-        for (idx, token) in item.split(' ').enumerate() {
-            if token.is_empty() && idx != 0 {
-                match params.last_mut() {
-                    Some(last) => last.push(' '),
-                    None => params.push(" ".to_string()),
-                }
-                continue;
-            }
-            if token == "\\" && !inside_quotes {
-                line_continuation = true;
-                continue;
-            }
-            let was_inside_quotes = inside_quotes;
-            quote_char = quote_state(token, quote_char);
-            inside_quotes = quote_char.is_some();
-            let in_block = print_depth != 0 || block_depth != 0 || comment_depth != 0;
-            let mut appended = false;
-            if inside_quotes && !was_inside_quotes && !in_block {
-                params.push(token.to_string());
-                appended = true;
-            } else if in_block || inside_quotes || was_inside_quotes {
-                let spacer = if idx > 0 { " " } else { "" };
-                match params.last_mut() {
-                    Some(last) => {
-                        last.push_str(spacer);
-                        last.push_str(token);
-                    }
-                    None => params.push(token.to_string()),
-                }
-                appended = true;
-            }
-            for (depth, open, close) in [
-                (&mut print_depth, "{{", "}}"),
-                (&mut block_depth, "{%", "%}"),
-                (&mut comment_depth, "{#", "#}"),
-            ] {
-                let before = *depth;
-                *depth += token.matches(open).count() as i64 - token.matches(close).count() as i64;
-                if *depth < 0 {
-                    *depth = 0;
-                }
-                if *depth != before && !appended {
-                    params.push(token.to_string());
-                    appended = true;
-                }
-            }
-            let in_block = print_depth != 0 || block_depth != 0 || comment_depth != 0;
-            if !in_block && !inside_quotes && !appended && !token.is_empty() {
-                params.push(token.to_string());
-            }
-        }
-        if items.len() > 1 && itemidx != items.len() - 1 && !line_continuation {
-            match params.last_mut() {
-                Some(last) => last.push('\n'),
-                None => params.push("\n".to_string()),
-            }
-        }
-    }
-    let balanced = print_depth == 0 && block_depth == 0 && comment_depth == 0 && !inside_quotes;
-    (params, balanced)
-}
-
-/// Ansible's `_get_quote_state`: the quote still open after `token`, given the one open
-/// before it. A quote character right after a backslash in the same token does not count.
-fn quote_state(token: &str, mut quote_char: Option<char>) -> Option<char> {
-    let mut prev: Option<char> = None;
-    for c in token.chars() {
-        if (c == '"' || c == '\'') && prev != Some('\\') {
-            match quote_char {
-                Some(q) if q == c => quote_char = None,
-                Some(_) => {}
-                None => quote_char = Some(c),
-            }
-        }
-        prev = Some(c);
-    }
-    quote_char
-}
-
-/// Ansible's `join_args`: the inverse of [`split_args_ansible`] (a space between pieces,
-/// none after a piece that ends a line).
-pub fn join_args(pieces: &[String]) -> String {
-    let mut out = String::new();
-    for p in pieces {
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push(' ');
-        }
-        out.push_str(p);
-    }
-    out
-}
-
-/// ansible-core's `parse_kv(args, check_raw)`. Each piece of [`split_args_ansible`] that
+/// ansible-core's `parse_kv(args, check_raw)`. Each piece of [`split_args`] that
 /// holds an unescaped `=` past its first character is `key=value` (backslash escapes
 /// decoded, value stripped and unquoted); the rest are joined back into `_raw_params`
 /// with their original spacing and newlines. With `check_raw` (command, shell, raw,
 /// script) only the keys of [`COMMAND_PARAMS`] count as arguments: any other `k=v` word,
 /// on any line, stays in the command text unchanged. Unbalanced quotes are not an error
-/// here (see [`split_args_ansible`]).
+/// here (see [`split_args`]).
 pub fn parse_kv_check_raw(args: &str, check_raw: bool) -> Map<String, Value> {
     let mut options = Map::new();
     let mut raw_params: Vec<String> = Vec::new();
-    for orig in split_args_ansible(args).0 {
+    for orig in split_args(args).0 {
         let x = decode_escapes(&orig);
         let chars: Vec<char> = x.chars().collect();
         if !chars.contains(&'=') {
@@ -248,12 +86,23 @@ const RAW_PARAMS: &[&str] = &[
     "apply",
 ];
 
+/// The words of [`split_args`] without the whitespace each piece keeps.
+fn words(s: &str) -> Vec<String> {
+    split_args(s)
+        .0
+        .into_iter()
+        .map(|w| w.trim().to_string())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
 /// Parses `k=v` pairs. With `free_form`, words that are not `k=v` (or whose key is not
 /// one a free-form module accepts) are joined into `_raw_params`.
 pub fn parse_kv(s: &str, free_form: bool) -> Map<String, Value> {
     let mut params = Map::new();
+    let words = words(s);
     if free_form
-        && !split_args(s)
+        && !words
             .iter()
             .any(|w| RAW_PARAMS.iter().any(|k| w.starts_with(&format!("{}=", k))))
     {
@@ -262,7 +111,7 @@ pub fn parse_kv(s: &str, free_form: bool) -> Map<String, Value> {
         return params;
     }
     let mut raw: Vec<String> = Vec::new();
-    for word in split_args(s) {
+    for word in words {
         match word.find('=') {
             Some(eq) if eq > 0 && !word[..eq].contains(['"', '\'', ' ', '{']) => {
                 let key = &word[..eq];
@@ -406,7 +255,7 @@ mod tests {
     fn check_raw_unbalanced_keeps_the_text() {
         // Ansible refuses these ("unbalanced jinja2 block or quotes"); kk keeps the text.
         for text in ["echo it's here", "echo {{ x", "echo \"a", "echo '{{ x' }}'"] {
-            assert!(!split_args_ansible(text).1, "{}", text);
+            assert!(!split_args(text).1, "{}", text);
             assert_eq!(
                 Value::Object(parse_kv_check_raw(text, true)),
                 json!({ "_raw_params": text })
@@ -428,7 +277,7 @@ mod tests {
     #[test]
     fn split_and_join_keep_the_text() {
         let text = "set -e\n  a=1   b=\"x  y\"\n\n\tif [ \"$a\" ]; then echo '{{ v }}'; fi\n";
-        let (pieces, balanced) = split_args_ansible(text);
+        let (pieces, balanced) = split_args(text);
         assert!(balanced);
         assert_eq!(join_args(&pieces), text);
         // ansible-core's split_args gives exactly these pieces.

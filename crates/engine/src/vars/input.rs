@@ -110,7 +110,7 @@ fn json_type(v: &Value) -> &'static str {
 /// from each value. A piece without `=` is an error (there is no free-form here).
 pub fn parse_kv(args: &str) -> std::result::Result<VarMap, String> {
     let mut out = Map::new();
-    for token in crate::ansible::split_args(args)? {
+    for token in crate::ansible::split_words_strict(args)? {
         let decoded = decode_escapes(&token);
         // The first `=` past position 0 that is not escaped.
         let chars: Vec<char> = decoded.chars().collect();
