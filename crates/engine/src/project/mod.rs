@@ -241,10 +241,4 @@ impl Task {
     }
 }
 
-/// A value as text (strings unquoted).
-pub fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
+pub use crate::ansible::value_text;
