@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::{Answer, Controller, Effect, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
-use crate::project::value_text;
+use crate::ansible::value_text;
 
 /// The error for a `run` that should never happen: these modules always answer first.
 fn controller_only(name: &str) -> Result<ModuleResult> {
