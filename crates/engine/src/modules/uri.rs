@@ -11,51 +11,81 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::args::{self, Flag, Text};
 use super::get_url::parse_headers;
 use super::net::{self, Request};
 use super::remote;
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
+
+crate::closed_set! {
+    /// How `body` is sent.
+    enum BodyFormat for "body_format" {
+        Raw = "raw",
+        Json = "json",
+        FormUrlencoded = "form-urlencoded",
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UriArgs {
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    url: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    method: Option<String>,
+    #[serde(default)]
+    url: Option<Text>,
+    #[serde(default)]
+    method: Option<Text>,
     #[serde(default)]
     body: Option<Value>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    body_format: Option<String>,
+    #[serde(default)]
+    body_format: Option<BodyFormat>,
     #[serde(default)]
     headers: Option<Value>,
     #[serde(default)]
     status_code: Option<Value>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    return_content: bool,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    client_cert: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    client_key: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    ca_path: Option<String>,
-    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
-    validate_certs: bool,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    url_username: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    url_password: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    force_basic_auth: Option<bool>,
+    #[serde(default)]
+    return_content: Flag,
+    #[serde(default)]
+    client_cert: Option<Text>,
+    #[serde(default)]
+    client_key: Option<Text>,
+    #[serde(default)]
+    ca_path: Option<Text>,
+    #[serde(default = "Flag::on")]
+    validate_certs: Flag,
+    #[serde(default)]
+    url_username: Option<Text>,
+    #[serde(default)]
+    url_password: Option<Text>,
+    #[serde(default)]
+    force_basic_auth: Option<Flag>,
     #[serde(default)]
     timeout: Option<Value>,
     #[serde(default)]
     follow_redirects: Option<Value>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    http_agent: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    use_proxy: Option<bool>,
+    #[serde(default)]
+    http_agent: Option<Text>,
+    #[serde(default)]
+    use_proxy: Option<Flag>,
+}
+
+fn text(t: &Option<Text>) -> Option<String> {
+    t.as_ref().map(|t| t.as_str().to_string())
+}
+
+/// Parses and checks the arguments without the host: the URL is required, status codes,
+/// headers and timeout must read.
+fn check(raw: VarMap) -> Result<(UriArgs, String)> {
+    let a: UriArgs = parse_args("uri", raw, VALID)?;
+    let _ = (a.force_basic_auth, a.use_proxy);
+    let url = text(&a.url)
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "uri: `url` is required"))?;
+    status_codes(&a.status_code)?;
+    parse_headers(&a.headers)?;
+    if let Some(v) = &a.timeout {
+        net::parse_seconds(v)?;
+    }
+    Ok((a, url))
 }
 
 const VALID: &[&str] = &[
@@ -164,15 +194,13 @@ fn parse_headers_dump(text: &str) -> (Map<String, Value>, usize) {
 
 #[async_trait]
 impl Module for Uri {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(args.clone()).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: UriArgs = parse_args("uri", raw, VALID)?;
-        let _ = (a.force_basic_auth, a.use_proxy);
-        let url = a.url.clone().filter(|u| !u.is_empty()).ok_or_else(|| {
-            Error::new(ErrorKind::ModuleArgs, "uri: `url` is required").at_opt(ctx.span.as_ref())
-        })?;
-        let method = a
-            .method
-            .clone()
+        let (a, url) = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let method = text(&a.method)
             .unwrap_or_else(|| "GET".into())
             .to_ascii_uppercase();
         if ctx.check_mode && !matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS") {
@@ -186,10 +214,10 @@ impl Module for Uri {
         let has = |h: &indexmap::IndexMap<String, String>, k: &str| {
             h.keys().any(|x| x.eq_ignore_ascii_case(k))
         };
-        let format = a.body_format.clone().unwrap_or_else(|| "raw".into());
-        let body = match (&a.body, format.as_str()) {
+        let format = a.body_format.unwrap_or(BodyFormat::Raw);
+        let body = match (&a.body, format) {
             (None, _) | (Some(Value::Null), _) => None,
-            (Some(b), "json") => {
+            (Some(b), BodyFormat::Json) => {
                 if !has(&headers, "Content-Type") {
                     headers.insert("Content-Type".into(), "application/json".into());
                 }
@@ -198,7 +226,7 @@ impl Module for Uri {
                     other => serde_json::to_string(other).unwrap_or_default(),
                 })
             }
-            (Some(b), "form-urlencoded") => {
+            (Some(b), BodyFormat::FormUrlencoded) => {
                 if !has(&headers, "Content-Type") {
                     headers.insert(
                         "Content-Type".into(),
@@ -216,17 +244,10 @@ impl Module for Uri {
                     other => scalar_text(other),
                 })
             }
-            (Some(b), "raw") => Some(scalar_text(b)),
-            (Some(_), other) => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("uri: invalid body_format {:?}", other),
-                )
-                .help("body_format is one of: raw, json, form-urlencoded"))
-            }
+            (Some(b), BodyFormat::Raw) => Some(scalar_text(b)),
         };
         if let Some(agent) = &a.http_agent {
-            headers.insert("User-Agent".into(), agent.clone());
+            headers.insert("User-Agent".into(), agent.as_str().to_string());
         }
         let follow = match &a.follow_redirects {
             None => true,
@@ -241,13 +262,13 @@ impl Module for Uri {
             url: url.clone(),
             method: (method != "GET" || body.is_some()).then(|| method.clone()),
             headers,
-            username: a.url_username.clone().filter(|u| !u.is_empty()),
-            password: a.url_password.clone(),
+            username: text(&a.url_username).filter(|u| !u.is_empty()),
+            password: text(&a.url_password),
             timeout,
-            validate_certs: a.validate_certs,
-            ca_path: a.ca_path.clone(),
-            client_cert: a.client_cert.clone(),
-            client_key: a.client_key.clone(),
+            validate_certs: a.validate_certs.0,
+            ca_path: text(&a.ca_path),
+            client_cert: text(&a.client_cert),
+            client_key: text(&a.client_key),
             follow_redirects: follow,
             body,
             ..Default::default()
@@ -310,7 +331,7 @@ impl Module for Uri {
                 res.data.insert("json".into(), j);
             }
         }
-        if a.return_content {
+        if a.return_content.0 {
             res.data.insert("content".into(), content.clone().into());
         }
         if code == -1 {
@@ -330,7 +351,7 @@ impl Module for Uri {
                 codes,
                 content.chars().take(500).collect::<String>().trim()
             ));
-            if !a.return_content {
+            if !a.return_content.0 {
                 res.data.insert("content".into(), content.into());
             }
         } else {
@@ -383,5 +404,27 @@ mod tests {
         assert_eq!(n, 2);
         assert_eq!(h["content_type"], "application/json");
         assert!(!h.contains_key("location"));
+    }
+
+    #[test]
+    fn validate_at_load() {
+        let check = |a: Value| Uri.validate(a.as_object().unwrap());
+        assert!(check(
+            json!({"url": "https://x", "status_code": [200, 201], "body_format": "json"})
+        )
+        .is_ok());
+        let e = check(json!({"url": "https://x", "body_format": "xml"})).unwrap_err();
+        assert!(
+            e.message.contains("uri")
+                && e.message.contains("`body_format`")
+                && e.message.contains("raw, json, form-urlencoded"),
+            "{}",
+            e.message
+        );
+        let e = check(json!({"url": "https://x", "metod": "GET"})).unwrap_err();
+        assert!(e.message.contains("uri") && e.message.contains("metod"));
+        let e = check(json!({"method": "GET"})).unwrap_err();
+        assert!(e.message.contains("uri: `url` is required"));
+        assert!(check(json!({"url": "https://x", "status_code": "ok"})).is_err());
     }
 }

@@ -12,39 +12,76 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::args::{Int, Text};
 use super::remote::{self, qpath};
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
+
+crate::closed_set! {
+    /// What is waited for: the port open or the file there (`started`, `present`), or
+    /// the opposite (`stopped`, `absent`); `drained` is Ansible's, not supported.
+    enum WaitState for "state" {
+        Started = "started",
+        Present = "present",
+        Stopped = "stopped",
+        Absent = "absent",
+        Drained = "drained",
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WaitForArgs {
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    host: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    port: Option<i64>,
-    #[serde(default, alias = "dest", deserialize_with = "args::opt_string_like")]
-    path: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    state: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    search_regex: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    timeout: Option<i64>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    delay: Option<i64>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    sleep: Option<i64>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    connect_timeout: Option<i64>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    msg: Option<String>,
+    #[serde(default)]
+    host: Option<Text>,
+    #[serde(default)]
+    port: Option<Int>,
+    #[serde(default, alias = "dest")]
+    path: Option<Text>,
+    #[serde(default)]
+    state: Option<WaitState>,
+    #[serde(default)]
+    search_regex: Option<Text>,
+    #[serde(default)]
+    timeout: Option<Int>,
+    #[serde(default)]
+    delay: Option<Int>,
+    #[serde(default)]
+    sleep: Option<Int>,
+    #[serde(default)]
+    connect_timeout: Option<Int>,
+    #[serde(default)]
+    msg: Option<Text>,
     // Accepted for compatibility (connection draining is not implemented).
     #[serde(default)]
     exclude_hosts: Option<Value>,
     #[serde(default)]
     active_connection_states: Option<Value>,
+}
+
+fn int(i: Option<Int>, default: i64) -> i64 {
+    i.map_or(default, |Int(i)| i)
+}
+
+/// Parses and checks the arguments without the host; says whether the condition is
+/// wanted true (`started`, `present`) or false.
+fn check(raw: VarMap) -> Result<(WaitForArgs, bool)> {
+    let a: WaitForArgs = parse_args("wait_for", raw, VALID)?;
+    let _ = (&a.exclude_hosts, &a.active_connection_states);
+    let present = match a.state.unwrap_or(WaitState::Started) {
+        WaitState::Started | WaitState::Present => true,
+        WaitState::Stopped | WaitState::Absent => false,
+        WaitState::Drained => {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "wait_for: state `drained` is not supported",
+            )
+            .help("wait for `stopped` (port closed) instead"))
+        }
+    };
+    condition(&a, present)?;
+    Ok((a, present))
 }
 
 const VALID: &[&str] = &[
@@ -67,8 +104,12 @@ pub struct WaitFor;
 
 /// What is waited for, as the script's condition function `cond`.
 fn condition(a: &WaitForArgs, present: bool) -> Result<(String, String)> {
-    let host = a.host.clone().unwrap_or_else(|| "127.0.0.1".into());
-    if let Some(port) = a.port {
+    let host = a
+        .host
+        .as_ref()
+        .map_or("127.0.0.1", |h| h.as_str())
+        .to_string();
+    if let Some(Int(port)) = a.port {
         if !(1..=65535).contains(&port) {
             return Err(Error::new(
                 ErrorKind::ModuleArgs,
@@ -88,7 +129,7 @@ fn condition(a: &WaitForArgs, present: bool) -> Result<(String, String)> {
             )
             .help("probe the service with `uri` and `until:` instead"));
         }
-        let ct = a.connect_timeout.unwrap_or(5).max(1);
+        let ct = int(a.connect_timeout, 5).max(1);
         let probe = format!("kk_port {} {} {}", shell_quote(&host), port, ct);
         let cond = if present {
             probe
@@ -98,9 +139,9 @@ fn condition(a: &WaitForArgs, present: bool) -> Result<(String, String)> {
         let what = format!("{}:{}", host, port);
         return Ok((format!("cond() {{ {}; }}\n", cond), what));
     }
-    if let Some(path) = &a.path {
+    if let Some(path) = a.path.as_ref().map(Text::as_str) {
         let q = qpath(path);
-        if let Some(re) = &a.search_regex {
+        if let Some(re) = a.search_regex.as_ref().map(Text::as_str) {
             let cond = format!(
                 "cond() {{ [ -f {q} ] && grep $G -q -- {} {q} 2>/dev/null; }}\n",
                 shell_quote(re)
@@ -149,39 +190,21 @@ if echo x | grep -P -q x 2>/dev/null; then G=-P; else G=-E; fi
 
 #[async_trait]
 impl Module for WaitFor {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(args.clone()).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: WaitForArgs = parse_args("wait_for", raw, VALID)?;
-        let _ = (&a.exclude_hosts, &a.active_connection_states);
-        let state = a.state.clone().unwrap_or_else(|| "started".into());
-        let present = match state.as_str() {
-            "started" | "present" => true,
-            "stopped" | "absent" => false,
-            "drained" => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    "wait_for: state `drained` is not supported",
-                )
-                .help("wait for `stopped` (port closed) instead")
-                .at_opt(ctx.span.as_ref()))
-            }
-            other => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("wait_for: invalid state {:?}", other),
-                )
-                .help("state is one of: started, present, stopped, absent")
-                .at_opt(ctx.span.as_ref()))
-            }
-        };
+        let (a, present) = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
         if ctx.check_mode {
             let mut r = ModuleResult::ok().msg("skipped in check mode: wait_for only reads");
             r.skipped = true;
             return Ok(r);
         }
         let (cond, what) = condition(&a, present).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
-        let timeout = a.timeout.unwrap_or(300).max(0);
-        let delay = a.delay.unwrap_or(0).max(0);
-        let sleep = a.sleep.unwrap_or(1).max(1);
+        let timeout = int(a.timeout, 300).max(0);
+        let delay = int(a.delay, 0).max(0);
+        let sleep = int(a.sleep, 1).max(1);
         let mut s = String::from(PORT_FN);
         s.push_str(&cond);
         s.push_str(&format!(
@@ -201,6 +224,7 @@ impl Module for WaitFor {
                 let m = a
                     .msg
                     .clone()
+                    .map(|m| m.0)
                     .unwrap_or_else(|| format!("Timeout when waiting for {}", what));
                 ModuleResult::failed(m)
             }
@@ -213,15 +237,16 @@ impl Module for WaitFor {
             }
         };
         res.data.insert("elapsed".into(), elapsed.into());
-        res.data.insert("state".into(), state.into());
-        if let Some(p) = a.port {
+        let state = a.state.unwrap_or(WaitState::Started);
+        res.data.insert("state".into(), state.as_str().into());
+        if let Some(Int(p)) = a.port {
             res.data.insert("port".into(), p.into());
         }
         if let Some(p) = &a.path {
-            res.data.insert("path".into(), p.clone().into());
+            res.data.insert("path".into(), p.as_str().into());
         }
         if let Some(r) = &a.search_regex {
-            res.data.insert("search_regex".into(), r.clone().into());
+            res.data.insert("search_regex".into(), r.as_str().into());
         }
         Ok(res)
     }
@@ -287,5 +312,27 @@ mod tests {
             r.msg.as_deref(),
             Some(format!("Timeout when waiting for 127.0.0.1:{}", port).as_str())
         );
+    }
+
+    #[test]
+    fn validate_at_load() {
+        let check = |a: Value| WaitFor.validate(a.as_object().unwrap());
+        assert!(
+            check(serde_json::json!({"port": "6443", "timeout": 30, "state": "started"})).is_ok()
+        );
+        let e = check(serde_json::json!({"port": 6443, "state": "up"})).unwrap_err();
+        assert!(
+            e.message.contains("wait_for")
+                && e.message.contains("`state`")
+                && e.message.contains("started, present, stopped, absent"),
+            "{}",
+            e.message
+        );
+        let e = check(serde_json::json!({"port": 6443, "timout": 3})).unwrap_err();
+        assert!(e.message.contains("wait_for") && e.message.contains("timout"));
+        let e = check(serde_json::json!({"port": 6443, "path": "/x"})).unwrap_err();
+        assert!(e.message.contains("mutually exclusive"));
+        assert!(check(serde_json::json!({"port": 70000})).is_err());
+        assert!(check(serde_json::json!({"state": "drained"})).is_err());
     }
 }
