@@ -407,7 +407,7 @@ fn become_environment_timeout_throttle_and_pause() {
         slow["result"]["msg"]
             .as_str()
             .unwrap()
-            .contains("timed out after 1 seconds"),
+            .contains("Timed out after 1 second(s)"),
         "{}",
         slow
     );
