@@ -4,7 +4,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::args::Flag;
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::Result;
 
 #[derive(Deserialize)]
@@ -15,21 +16,23 @@ struct AssertArgs {
     fail_msg: Option<Value>,
     #[serde(default)]
     success_msg: Option<Value>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    quiet: bool,
+    #[serde(default)]
+    quiet: Flag,
 }
+
+const VALID: &[&str] = &["that", "fail_msg", "msg", "success_msg", "quiet"];
 
 /// Checks conditions; the first false one fails the host with `fail_msg`.
 pub struct Assert;
 
 #[async_trait]
 impl Module for Assert {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        parse_args::<AssertArgs>("assert", args.clone(), VALID).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: AssertArgs = parse_args(
-            "assert",
-            raw,
-            &["that", "fail_msg", "msg", "success_msg", "quiet"],
-        )?;
+        let a: AssertArgs = parse_args("assert", raw, VALID)?;
         let conditions = match a.that {
             Value::Array(items) => items,
             other => vec![other],

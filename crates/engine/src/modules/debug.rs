@@ -4,9 +4,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{
-    args, parse_args, Answer, Controller, Effect, Module, ModuleContext, ModuleResult, VarMap,
-};
+use super::args::{Int, Text};
+use super::{parse_args, Answer, Controller, Effect, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::Result;
 use crate::template::to_json;
 
@@ -16,21 +15,27 @@ struct DebugArgs {
     #[serde(default)]
     msg: Option<Value>,
     #[serde(default)]
-    var: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    verbosity: Option<i64>,
+    var: Option<Text>,
+    #[serde(default)]
+    verbosity: Option<Int>,
 }
+
+const VALID: &[&str] = &["msg", "var", "verbosity"];
 
 /// Prints a message (`msg`) or the value of an expression (`var`).
 pub struct Debug;
 
 #[async_trait]
 impl Module for Debug {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        parse_args::<DebugArgs>("debug", args.clone(), VALID).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: DebugArgs = parse_args("debug", raw, &["msg", "var", "verbosity"])?;
+        let a: DebugArgs = parse_args("debug", raw, VALID)?;
         let _ = a.verbosity;
         let mut res = ModuleResult::ok().effect(Effect::Display);
-        if let Some(var) = a.var {
+        if let Some(Text(var)) = a.var {
             let value = match ctx.templar.eval_expr(&var, &ctx.vars) {
                 Ok(v) if !v.is_undefined() => to_json(&v, &var)?,
                 Ok(_) => Value::String("VARIABLE IS NOT DEFINED!".into()),

@@ -14,13 +14,19 @@ struct FailArgs {
     msg: Option<Value>,
 }
 
+const VALID: &[&str] = &["msg"];
+
 /// Always fails, with `msg` (default "Failed as requested from task").
 pub struct Fail;
 
 #[async_trait]
 impl Module for Fail {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        parse_args::<FailArgs>("fail", args.clone(), VALID).map(|_| ())
+    }
+
     async fn run(&self, _ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: FailArgs = parse_args("fail", raw, &["msg"])?;
+        let a: FailArgs = parse_args("fail", raw, VALID)?;
         let msg = match a.msg {
             None => "Failed as requested from task".to_string(),
             Some(Value::String(s)) => s,
