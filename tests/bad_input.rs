@@ -36,13 +36,13 @@ const CASES: &[Case] = &[
     Case {
         name: "unknown argument",
         files: &[("site.yaml", "- hosts: h1\n  gather_facts: false\n  tasks:\n    - name: t\n      debug: {mgs: hi}\n")],
-        code: 2,
+        code: 4,
         expect: &["unknown field `mgs`", "site.yaml:4:7", "valid arguments of `debug` are: msg, var, verbosity"],
     },
     Case {
         name: "wrong type",
         files: &[("site.yaml", "- hosts: h1\n  gather_facts: false\n  tasks:\n    - name: t\n      pause: {seconds: soon}\n")],
-        code: 2,
+        code: 4,
         expect: &["expected an integer", "soon", "site.yaml:4:7"],
     },
     Case {
