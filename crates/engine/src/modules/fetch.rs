@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::args::{Flag, Text};
-use super::plan::{Plan, PlanApply};
+use super::plan::{Plan, PlanApply, Planned};
 use super::remote::{self, base_name, md5_hex, qpath, sha1_hex, Checksum, FileKind, StatOptions};
-use super::{parse_args, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Files up to this size come back with the stat.
@@ -64,8 +64,32 @@ pub struct FetchWork {
     validate_checksum: bool,
 }
 
-/// Fetches a host file to the controller.
+/// Fetches a host file to the controller. As Ansible's fetch action, it does not run in
+/// check mode at all (skipped, "check mode not (yet) supported for this module"); outside
+/// it, [`FetchFile`] plans and applies.
 pub struct Fetch;
+
+/// The fetch itself, in plan (stat and compare) and apply (read and write locally).
+pub struct FetchFile;
+
+#[async_trait]
+impl Module for Fetch {
+    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+        if ctx.check_mode {
+            parse(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+            return Ok(ModuleResult {
+                skipped: true,
+                msg: Some("check mode not (yet) supported for this module".into()),
+                ..Default::default()
+            });
+        }
+        Planned(FetchFile).run(ctx, raw).await
+    }
+
+    fn validate(&self, raw: &VarMap) -> Result<()> {
+        PlanApply::validate(&FetchFile, raw)
+    }
+}
 
 /// Where a fetched file goes: `<dest>/<host>/<src>` unless `flat`; `flat` with a
 /// trailing `/` puts the file in that directory. Relative `dest` is taken from `base`.
@@ -111,7 +135,7 @@ fn normalize(p: &Path) -> PathBuf {
 }
 
 #[async_trait]
-impl PlanApply for Fetch {
+impl PlanApply for FetchFile {
     type Work = FetchWork;
 
     async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<FetchWork>> {
@@ -237,9 +261,7 @@ impl PlanApply for Fetch {
 
 #[cfg(test)]
 mod tests {
-    use super::super::plan::Planned;
     use super::super::remote::testutil::{args, ctx};
-    use super::super::Module;
     use super::*;
     use serde_json::json;
 
@@ -268,16 +290,12 @@ mod tests {
         let mut c = ctx(dir.path(), json!({}));
         let a = json!({"src": src.to_str().unwrap(), "dest": "fetched"});
         c.check_mode = true;
-        assert!(
-            Planned(Fetch)
-                .run(&c, args(a.clone()))
-                .await
-                .unwrap()
-                .changed
-        );
+        // As Ansible's fetch action: not run in check mode.
+        let r = Fetch.run(&c, args(a.clone())).await.unwrap();
+        assert!(r.skipped && !r.changed, "{r:?}");
         assert!(!dir.path().join("fetched").exists());
         c.check_mode = false;
-        let r = Planned(Fetch).run(&c, args(a.clone())).await.unwrap();
+        let r = Fetch.run(&c, args(a.clone())).await.unwrap();
         assert!(r.changed);
         let want = dir
             .path()
@@ -286,11 +304,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&want).unwrap(), "payload");
         assert_eq!(r.data["dest"], json!(want.to_str().unwrap()));
         assert_eq!(r.data["checksum"], json!(sha1_hex(b"payload")));
-        assert!(!Planned(Fetch).run(&c, args(a)).await.unwrap().changed);
+        assert!(!Fetch.run(&c, args(a)).await.unwrap().changed);
         // flat into a directory
         let flat = format!("{}/flat/", dir.path().display());
         assert!(
-            Planned(Fetch)
+            Fetch
                 .run(
                     &c,
                     args(json!({"src": src.to_str().unwrap(), "dest": flat, "flat": true}))
@@ -307,7 +325,7 @@ mod tests {
             .collect();
         std::fs::write(&big, &data).unwrap();
         let out = format!("{}/bigout", dir.path().display());
-        let r = Planned(Fetch)
+        let r = Fetch
             .run(
                 &c,
                 args(json!({"src": big.to_str().unwrap(), "dest": out, "flat": true})),
@@ -316,13 +334,13 @@ mod tests {
             .unwrap();
         assert!(r.changed);
         assert_eq!(std::fs::read(dir.path().join("bigout")).unwrap(), data);
-        let e = Planned(Fetch)
+        let e = Fetch
             .run(&c, args(json!({"src": "a", "dest": "b", "flatt": true})))
             .await
             .unwrap_err();
         assert!(e.message.contains("flatt"));
         // missing
-        let r = Planned(Fetch)
+        let r = Fetch
             .run(&c, args(json!({"src": "/nonexistent/kk", "dest": "x"})))
             .await
             .unwrap();
@@ -331,12 +349,12 @@ mod tests {
             r.msg.as_deref(),
             Some("the remote file does not exist, not transferring, ignored")
         );
-        let r = Planned(Fetch)
+        let r = Fetch
             .run(&c, args(json!({"src": "/", "dest": "x"})))
             .await
             .unwrap();
         assert!(r.failed && r.msg.unwrap().contains("is a directory"));
-        let r = Planned(Fetch)
+        let r = Fetch
             .run(
                 &c,
                 args(json!({"src": "/nonexistent/kk", "dest": "x", "fail_on_missing": false})),
@@ -344,5 +362,20 @@ mod tests {
             .await
             .unwrap();
         assert!(!r.changed);
+    }
+
+    #[test]
+    fn validate_checks_literal_arguments() {
+        let check = |v: serde_json::Value| Fetch.validate(&args(v));
+        assert!(check(json!({"src": "/s", "dest": "d", "flat": "yes"})).is_ok());
+        assert!(check(json!({"src": "/s"}))
+            .unwrap_err()
+            .message
+            .contains("required"));
+        let e = check(json!({"src": "/s", "dest": "d", "flat": "flat"})).unwrap_err();
+        assert!(
+            e.message.starts_with("fetch:") && e.message.contains("expected a boolean"),
+            "{e:?}"
+        );
     }
 }

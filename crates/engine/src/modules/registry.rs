@@ -122,7 +122,7 @@ pub static REGISTRY: &[Entry] = &[
     module("stat", &stat::Stat),
     module("lineinfile", &Planned(lineinfile::LineInFile)),
     module("blockinfile", &Planned(blockinfile::BlockInFile)),
-    module("fetch", &Planned(fetch::Fetch)),
+    module("fetch", &fetch::Fetch),
     with_form(module("script", &script::Script), FreeForm::CommandLine),
     with_form(
         module("include_vars", &include_vars::IncludeVars),

@@ -275,4 +275,16 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("missing.sh"));
     }
+
+    #[test]
+    fn validate_checks_literal_arguments() {
+        let check = |v: serde_json::Value| Script.validate(&args(v));
+        assert!(check(json!({"_raw_params": "run.sh a b", "creates": "/x"})).is_ok());
+        assert!(check(json!({"creates": "/x"}))
+            .unwrap_err()
+            .message
+            .contains("no script"));
+        let e = check(json!({"_raw_params": "run.sh", "chdr": "/"})).unwrap_err();
+        assert!(e.message.contains("chdr"), "{e:?}");
+    }
 }

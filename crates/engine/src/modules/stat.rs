@@ -203,4 +203,14 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("get_chksum"));
     }
+
+    #[test]
+    fn validate_checks_literal_arguments() {
+        let check = |v: Value| Stat.validate(&args(v));
+        assert!(check(json!({"path": "/s", "checksum_algorithm": "sha256"})).is_ok());
+        let e = check(json!({"path": "/s", "checksum_algorithm": "crc"})).unwrap_err();
+        assert!(e.message.contains("checksum_algorithm"), "{e:?}");
+        let e = check(json!({"path": "/s", "get_checksum": "often"})).unwrap_err();
+        assert!(e.message.starts_with("stat:"), "{e:?}");
+    }
 }

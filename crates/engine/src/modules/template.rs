@@ -86,6 +86,7 @@ fn parse(raw: VarMap) -> Result<Parsed> {
     if let Some(v) = &validate {
         check_validate(v)?;
     }
+    Attrs::from(&fa).check("template")?;
     let spec = PutSpec {
         data: Vec::new(),
         dest,
@@ -306,5 +307,30 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.message.contains("mdoe"));
+    }
+
+    #[test]
+    fn validate_checks_literal_arguments() {
+        let check = |v: serde_json::Value| PlanApply::validate(&Template, &args(v));
+        assert!(check(json!({"src": "t.j2", "dest": "/d", "newline_sequence": "\\r\\n"})).is_ok());
+        let e =
+            check(json!({"src": "t.j2", "dest": "/d", "newline_sequence": "crlf"})).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("template: `newline_sequence` must be one of"),
+            "{e:?}"
+        );
+        let e = check(json!({"src": "t.j2", "dest": "/d", "mode": "0888"})).unwrap_err();
+        assert!(
+            e.message.starts_with("template:") && e.message.contains("0888"),
+            "{e:?}"
+        );
+        assert!(check(json!({"dest": "/d"}))
+            .unwrap_err()
+            .message
+            .contains("`src` is required"));
+        let e =
+            check(json!({"src": "t.j2", "dest": "/d", "trim_blocks": "sometimes"})).unwrap_err();
+        assert!(e.message.contains("expected a boolean"), "{e:?}");
     }
 }

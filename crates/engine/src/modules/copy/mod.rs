@@ -104,6 +104,7 @@ fn parse(raw: VarMap) -> Result<Parsed> {
         check_validate(v)?;
     }
     let attrs = Attrs::from(&fa);
+    attrs.check("copy")?;
     let source = match (a.src, a.content) {
         (Some(_), Some(_)) => {
             return Err(Error::new(

@@ -279,3 +279,33 @@ async fn errors_name_the_problem() {
         "{e:?}"
     );
 }
+
+#[test]
+fn validate_checks_literal_arguments() {
+    let check = |v: Value| PlanApply::validate(&Copy, &args(v));
+    assert!(check(json!({"content": "x", "dest": "/d", "mode": 420, "owner": 0})).is_ok());
+    assert!(check(json!({"src": "a", "dest": "/d", "mode": "preserve"})).is_ok());
+    let e = check(json!({"content": "x", "dest": "/d", "mode": "0999"})).unwrap_err();
+    assert!(
+        e.message.starts_with("copy:") && e.message.contains("0999"),
+        "{e:?}"
+    );
+    let e = check(json!({"content": "x", "dest": "/d", "mode": "rwx"})).unwrap_err();
+    assert!(e.message.starts_with("copy: invalid mode \"rwx\""), "{e:?}");
+    let e = check(json!({"content": "x", "dest": "/d", "force": "maybe"})).unwrap_err();
+    assert!(e.message.contains("expected a boolean"), "{e:?}");
+    let e = check(json!({"content": "x", "dest": "/d", "dst": "/d"})).unwrap_err();
+    assert!(e.message.contains("dst"), "{e:?}");
+    assert!(e
+        .help
+        .unwrap()
+        .contains("valid arguments of `copy` are: src, content, dest"));
+    let e = check(json!({"src": "a", "content": "x", "dest": "/d"})).unwrap_err();
+    assert!(e.message.contains("mutually exclusive"), "{e:?}");
+    assert!(check(json!({"content": "x"}))
+        .unwrap_err()
+        .message
+        .contains("`dest` is required"));
+    let e = check(json!({"content": "x", "dest": "/d", "validate": "visudo -c"})).unwrap_err();
+    assert!(e.message.contains("%s"), "{e:?}");
+}

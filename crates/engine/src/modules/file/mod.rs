@@ -136,6 +136,7 @@ fn parse(raw: VarMap) -> Result<Checked> {
         access_time: text(a.access_time),
         access_time_format: text(a.access_time_format),
     };
+    a.attrs.check("file")?;
     // The times' spelling is known now; which default applies waits for the state.
     parse_time(
         &a.modification_time,

@@ -341,7 +341,8 @@ async fn links_and_errors() {
         .await
         .unwrap_err();
     assert!(
-        e.message.starts_with("file: `state` must be one of file, directory,")
+        e.message
+            .starts_with("file: `state` must be one of file, directory,")
             && e.message.contains("\"dir\""),
         "{e:?}"
     );
@@ -351,4 +352,30 @@ async fn links_and_errors() {
         .unwrap_err();
     assert!(e.message.contains("stat"), "{e:?}");
     assert!(e.help.unwrap().contains("modification_time"));
+}
+
+#[test]
+fn validate_checks_literal_arguments() {
+    let check = |v: serde_json::Value| PlanApply::validate(&File, &args(v));
+    assert!(check(json!({"name": "/p", "state": "directory", "mode": "u+rwx,go=rx"})).is_ok());
+    let e = check(json!({"path": "/p", "state": "folder"})).unwrap_err();
+    assert_eq!(
+        e.message,
+        "file: `state` must be one of file, directory, link, hard, touch, absent, found \"folder\""
+    );
+    let e = check(json!({"path": "/p", "mode": "a+q"})).unwrap_err();
+    assert!(e.message.starts_with("file: invalid mode \"a+q\""), "{e:?}");
+    let e = check(json!({"path": "/p", "recurse": "deep"})).unwrap_err();
+    assert!(e.message.contains("expected a boolean"), "{e:?}");
+    let e = check(json!({"path": "/p", "modification_time": "soon"})).unwrap_err();
+    assert!(e.message.contains("modification_time"), "{e:?}");
+    assert!(check(json!({"state": "touch"}))
+        .unwrap_err()
+        .message
+        .contains("`path` is required"));
+    let e = check(json!({"path": "/p", "sate": "file"})).unwrap_err();
+    assert!(
+        e.message.contains("sate") && e.help.as_deref().unwrap_or("").contains("state"),
+        "{e:?}"
+    );
 }

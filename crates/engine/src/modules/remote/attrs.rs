@@ -30,6 +30,20 @@ impl From<&FileAttrs> for Attrs {
 }
 
 impl Attrs {
+    /// Checks the mode's spelling without a host, so a literal `mode: rwx` is a load
+    /// error; `preserve` is left to the modules that take it.
+    pub fn check(&self, module: &str) -> Result<()> {
+        match self.mode.as_deref() {
+            Some(m) if m != "preserve" => {
+                apply_mode(0o644, m, false).map(|_| ()).map_err(|e| Error {
+                    message: format!("{}: {}", module, e.message),
+                    ..e
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Whether applying these to a path in state `st` would change anything.
     pub fn differ(&self, st: &RemoteStat) -> Result<bool> {
         if !st.exists {
