@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{Answer, Controller, Effect, Module, ModuleContext, ModuleResult, VarMap};
-use crate::error::{Error, ErrorKind, Result};
 use crate::ansible::value_text;
+use crate::error::{Error, ErrorKind, Result};
 
 /// The error for a `run` that should never happen: these modules always answer first.
 fn controller_only(name: &str) -> Result<ModuleResult> {
