@@ -35,9 +35,13 @@ impl Runner {
     ) -> HostOutcome {
         let view = self.view(pc, inner, host, None, hv);
         let ctx = view.context();
-        let no_log = self.flag(&inner.attrs.no_log, &ctx).unwrap_or(false);
-        let mut outcome = HostOutcome::new(host, no_log);
         let fail = HostOutcome::fail;
+        let no_log = match self.flag(&inner.attrs.no_log, &ctx) {
+            Ok(b) => b,
+            // The error is about the `no_log` value itself, not the task's data: shown.
+            Err(e) => return fail(HostOutcome::new(host, false), e.at(&t.span)),
+        };
+        let mut outcome = HostOutcome::new(host, no_log);
         let ignore_errors = match self.flag(&inner.attrs.ignore_errors, &ctx) {
             Ok(b) => b,
             Err(e) => return fail(outcome, e.at(&t.span)),
