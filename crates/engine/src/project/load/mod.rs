@@ -62,7 +62,7 @@ fn cycle_error(stack: &[PathBuf], path: &Path, span: Option<&Span>) -> Error {
     chain.push(path.display().to_string());
     Error::new(
         ErrorKind::Syntax,
-        format!("import cycle: {}", chain.join(" -> ")),
+        format!("import cycle: {}", crate::graph::cycle_text(&chain)),
     )
     .at_opt(span)
     .help("a file may not import itself, directly or through other files")
