@@ -157,7 +157,7 @@ impl Inventory {
                 let start = path.iter().position(|p| *p == g).unwrap_or(0);
                 let mut chain: Vec<&str> = path[start..].to_vec();
                 chain.push(g);
-                let e = Error::new(ErrorKind::Syntax, format!("child groups form a cycle: {}", chain.join(" -> ")))
+                let e = Error::new(ErrorKind::Syntax, format!("child groups form a cycle: {}", crate::graph::cycle_text(&chain)))
                     .help("a group cannot contain itself, directly or through its children; remove one of these links");
                 return Err(e.at_opt(via));
             }
