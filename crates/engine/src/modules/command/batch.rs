@@ -149,7 +149,7 @@ pub(super) async fn run_batch(
                 continue;
             }
         };
-        let expand = a.expand_argument_vars.unwrap_or(true);
+        let expand = a.expand();
         match prepare(flavour, &a, expand) {
             Err(r) => results.push(Some(Ok(r))),
             Ok((body, res)) => {
@@ -173,7 +173,7 @@ pub(super) async fn run_batch(
                 } else {
                     single
                 };
-                pending.push((results.len(), res, a.strip_empty_ends));
+                pending.push((results.len(), res, a.strip_empty_ends.0));
                 scripts.push(script);
                 raws.push(raw);
                 results.push(None);

@@ -6,7 +6,8 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::args::Flag;
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::ansible::shell_quote;
 pub use crate::ansible::split_words;
 use crate::connect::ExecOutput;
@@ -31,14 +32,21 @@ struct CommandArgs {
     executable: Option<String>,
     #[serde(default)]
     stdin: Option<String>,
-    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
-    stdin_add_newline: bool,
-    #[serde(default = "args::yes", deserialize_with = "args::bool_like")]
-    strip_empty_ends: bool,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    warn: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    expand_argument_vars: Option<bool>,
+    #[serde(default = "Flag::on")]
+    stdin_add_newline: Flag,
+    #[serde(default = "Flag::on")]
+    strip_empty_ends: Flag,
+    #[serde(default)]
+    warn: Option<Flag>,
+    #[serde(default)]
+    expand_argument_vars: Option<Flag>,
+}
+
+impl CommandArgs {
+    /// Whether `$VAR`s in the arguments are expanded (on unless turned off).
+    fn expand(&self) -> bool {
+        self.expand_argument_vars.is_none_or(|Flag(e)| e)
+    }
 }
 
 const VALID: &[&str] = &[
@@ -283,7 +291,7 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
     let name = flavour.name();
     let a: CommandArgs = parse_args(name, raw, VALID)?;
     let _ = a.warn;
-    let expand = a.expand_argument_vars.unwrap_or(true);
+    let expand = a.expand();
     if flavour == Flavour::Raw {
         return run_raw(ctx, &a).await;
     }
@@ -293,7 +301,7 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
     };
     let stdin = a.stdin.as_ref().map(|s| {
         let mut s = s.clone();
-        if a.stdin_add_newline {
+        if a.stdin_add_newline.0 {
             s.push('\n');
         }
         s.into_bytes()
@@ -369,7 +377,7 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
     if guarded && skip(&mut res, &String::from_utf8_lossy(&out.stdout)) {
         return Ok(res);
     }
-    finish(&mut res, &out, &start, &end, delta, a.strip_empty_ends);
+    finish(&mut res, &out, &start, &end, delta, a.strip_empty_ends.0);
     Ok(res)
 }
 
@@ -480,6 +488,10 @@ pub const RAW: CommandModule = CommandModule(Flavour::Raw);
 
 #[async_trait]
 impl Module for CommandModule {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        parse_args::<CommandArgs>(self.0.name(), args.clone(), VALID).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult> {
         run(self.0, ctx, args).await
     }
@@ -619,6 +631,26 @@ mod tests {
                 .await
                 .skipped
         );
+    }
+
+    #[test]
+    fn validate_at_load() {
+        let e = SHELL
+            .validate(&args(json!({"_raw_params": "ls", "chdr": "/tmp"})))
+            .unwrap_err();
+        assert!(e.message.contains("shell") && e.message.contains("chdr"));
+        assert!(e.help.unwrap().contains("chdir"));
+        let e = COMMAND
+            .validate(&args(
+                json!({"_raw_params": "ls", "strip_empty_ends": "maybe"}),
+            ))
+            .unwrap_err();
+        assert!(e.message.contains("command") && e.message.contains("boolean"));
+        assert!(COMMAND
+            .validate(&args(
+                json!({"_raw_params": "ls", "stdin_add_newline": "no"})
+            ))
+            .is_ok());
     }
 
     #[test]
