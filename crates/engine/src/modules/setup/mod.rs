@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::args::{Int, List, Text};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::ExecRequest;
 use crate::error::Result;
 
@@ -19,18 +20,20 @@ use crate::error::Result;
 #[serde(deny_unknown_fields)]
 struct SetupArgs {
     /// Accepted for compatibility; kk always gathers everything (it is one cheap command).
-    #[serde(default, deserialize_with = "args::list_like")]
-    gather_subset: Vec<String>,
+    #[serde(default)]
+    gather_subset: List,
     /// Seconds before the gathering command is killed.
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    gather_timeout: Option<i64>,
+    #[serde(default)]
+    gather_timeout: Option<Int>,
     /// Shell-style patterns on the `ansible_`-prefixed names; only matching facts are returned.
-    #[serde(default, deserialize_with = "args::list_like")]
-    filter: Vec<String>,
+    #[serde(default)]
+    filter: List,
     /// Accepted for compatibility; local facts (`*.fact` files) are not read.
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    fact_path: Option<String>,
+    #[serde(default)]
+    fact_path: Option<Text>,
 }
+
+const VALID: &[&str] = &["gather_subset", "gather_timeout", "filter", "fact_path"];
 
 /// Gathers facts; the result's `ansible_facts` becomes the host's facts layer (kk's names,
 /// `ansible_facts.*` and the `ansible_*` variables, see [`facts::parse`]).
@@ -38,12 +41,12 @@ pub struct Setup;
 
 #[async_trait]
 impl Module for Setup {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        parse_args::<SetupArgs>("setup", args.clone(), VALID).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: SetupArgs = parse_args(
-            "setup",
-            raw,
-            &["gather_subset", "gather_timeout", "filter", "fact_path"],
-        )?;
+        let a: SetupArgs = parse_args("setup", raw, VALID)?;
         let _ = (&a.gather_subset, &a.fact_path);
         let out = ctx
             .conn
@@ -54,6 +57,7 @@ impl Module for Setup {
                 become_: ctx.become_.clone(),
                 timeout: a
                     .gather_timeout
+                    .map(|Int(t)| t)
                     .filter(|t| *t > 0)
                     .map(|t| Duration::from_secs(t as u64))
                     .or(ctx.timeout),
@@ -68,8 +72,8 @@ impl Module for Setup {
             .with_output(&out));
         }
         let mut gathered = facts::parse(&text);
-        if !a.filter.is_empty() {
-            gathered = apply_filter(gathered, &a.filter);
+        if !a.filter.0.is_empty() {
+            gathered = apply_filter(gathered, &a.filter.0);
         }
         Ok(ModuleResult::ok().with_facts(gathered, super::Effect::GatheredFacts))
     }
@@ -138,6 +142,17 @@ fn fnmatch(pattern: &str, name: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn validate_at_load() {
+        let check = |a: Value| Setup.validate(a.as_object().unwrap());
+        assert!(check(json!({"gather_subset": "!all,network", "gather_timeout": "10"})).is_ok());
+        let e = check(json!({"filters": "ansible_eth*"})).unwrap_err();
+        assert!(e.message.contains("setup") && e.message.contains("filters"));
+        assert!(e.help.unwrap().contains("filter"));
+        let e = check(json!({"gather_timeout": "long"})).unwrap_err();
+        assert!(e.message.contains("setup") && e.message.contains("integer"));
+    }
 
     #[test]
     fn fnmatch_like_python() {
