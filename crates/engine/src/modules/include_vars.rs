@@ -8,39 +8,34 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::args::{Flag, Int, List, Text};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::ansible::{is_identifier, split_words};
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct IncludeVarsArgs {
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    _raw_params: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    file: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    dir: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    name: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    depth: Option<i64>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    files_matching: Option<String>,
-    #[serde(default, deserialize_with = "args::list_like")]
-    ignore_files: Vec<String>,
-    #[serde(default, deserialize_with = "opt_list")]
-    extensions: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    ignore_unknown_extensions: bool,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    hash_behaviour: Option<String>,
-}
-
-fn opt_list<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<Option<Vec<String>>, D::Error> {
-    args::list_like(d).map(Some)
+    #[serde(default)]
+    _raw_params: Option<Text>,
+    #[serde(default)]
+    file: Option<Text>,
+    #[serde(default)]
+    dir: Option<Text>,
+    #[serde(default)]
+    name: Option<Text>,
+    #[serde(default)]
+    depth: Option<Int>,
+    #[serde(default)]
+    files_matching: Option<Text>,
+    #[serde(default)]
+    ignore_files: List,
+    #[serde(default)]
+    extensions: Option<List>,
+    #[serde(default)]
+    ignore_unknown_extensions: Flag,
+    #[serde(default)]
+    hash_behaviour: Option<Text>,
 }
 
 const VALID: &[&str] = &[
@@ -141,45 +136,70 @@ fn walk_dir(root: &Path, depth: usize) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Parses and checks the arguments without reading a file: free-form text merged in,
+/// the variable name, `file` or `dir` (not both), the patterns.
+fn check(mut raw: VarMap) -> Result<IncludeVarsArgs> {
+    if let Some(Value::String(text)) = raw.remove("_raw_params") {
+        for (k, v) in free_form(&text) {
+            raw.entry(k).or_insert(v);
+        }
+    }
+    let a: IncludeVarsArgs = parse_args("include_vars", raw, VALID)?;
+    let _ = (&a._raw_params, &a.hash_behaviour);
+    if let Some(n) = &a.name {
+        if !is_identifier(n.as_str()) {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                format!(
+                    "include_vars: `{}` is not a valid variable name",
+                    n.as_str()
+                ),
+            ));
+        }
+    }
+    match (&a.file, &a.dir) {
+        (Some(_), Some(_)) => {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "include_vars: `file` and `dir` are mutually exclusive",
+            ))
+        }
+        (None, None) => {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "include_vars: give a `file` or a `dir`",
+            )
+            .help("e.g. `include_vars: vars/main.yaml` or `include_vars: {dir: vars}`"))
+        }
+        _ => {}
+    }
+    if let Some(m) = &a.files_matching {
+        super::lineinfile::compile("files_matching", m.as_str())?;
+    }
+    for i in &a.ignore_files.0 {
+        super::lineinfile::compile("ignore_files", &format!("{}$", i))?;
+    }
+    Ok(a)
+}
+
 #[async_trait]
 impl Module for IncludeVars {
-    async fn run(&self, ctx: &ModuleContext, mut raw: VarMap) -> Result<ModuleResult> {
-        if let Some(Value::String(text)) = raw.remove("_raw_params") {
-            for (k, v) in free_form(&text) {
-                raw.entry(k).or_insert(v);
-            }
-        }
-        let a: IncludeVarsArgs = parse_args("include_vars", raw, VALID)?;
-        let _ = (&a._raw_params, &a.hash_behaviour);
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(args.clone()).map(|_| ())
+    }
+
+    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+        let a = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
         let exts = a
             .extensions
             .clone()
+            .map(|l| l.0)
             .unwrap_or_else(|| vec!["json".into(), "yml".into(), "yaml".into()]);
-        if let Some(n) = &a.name {
-            if !is_identifier(n) {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("include_vars: `{}` is not a valid variable name", n),
-                ));
-            }
-        }
         let files: Vec<PathBuf> = match (&a.file, &a.dir) {
-            (Some(_), Some(_)) => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    "include_vars: `file` and `dir` are mutually exclusive",
-                ))
-            }
-            (None, None) => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    "include_vars: give a `file` or a `dir`",
-                )
-                .help("e.g. `include_vars: vars/main.yaml` or `include_vars: {dir: vars}`")
-                .at_opt(ctx.span.as_ref()))
-            }
+            // `check` refused both and neither.
+            (Some(_), Some(_)) | (None, None) => Vec::new(),
             (Some(f), None) => {
-                let p = ctx.find_file("vars", f)?;
+                let p = ctx.find_file("vars", f.as_str())?;
                 if !has_extension(&p, &exts) {
                     return Err(Error::new(
                         ErrorKind::ModuleArgs,
@@ -196,7 +216,7 @@ impl Module for IncludeVars {
                 vec![p]
             }
             (None, Some(d)) => {
-                let root = ctx.find_file("vars", d)?;
+                let root = ctx.find_file("vars", d.as_str())?;
                 if !root.is_dir() {
                     return Err(Error::new(
                         ErrorKind::ModuleArgs,
@@ -205,16 +225,17 @@ impl Module for IncludeVars {
                 }
                 let matcher = a
                     .files_matching
-                    .as_deref()
-                    .map(|m| super::lineinfile::compile("files_matching", m))
+                    .as_ref()
+                    .map(|m| super::lineinfile::compile("files_matching", m.as_str()))
                     .transpose()?;
                 let ignores = a
                     .ignore_files
+                    .0
                     .iter()
                     .map(|i| super::lineinfile::compile("ignore_files", &format!("{}$", i)))
                     .collect::<Result<Vec<_>>>()?;
                 let mut out = Vec::new();
-                for p in walk_dir(&root, a.depth.unwrap_or(0).max(0) as usize)? {
+                for p in walk_dir(&root, a.depth.map_or(0, |Int(d)| d).max(0) as usize)? {
                     let name = p
                         .file_name()
                         .map(|n| n.to_string_lossy().into_owned())
@@ -229,7 +250,7 @@ impl Module for IncludeVars {
                         continue;
                     }
                     if !has_extension(&p, &exts) {
-                        if a.ignore_unknown_extensions {
+                        if a.ignore_unknown_extensions.0 {
                             continue;
                         }
                         return Err(Error::new(
@@ -256,7 +277,7 @@ impl Module for IncludeVars {
         let facts = match &a.name {
             Some(n) => {
                 let mut m = Map::new();
-                m.insert(n.clone(), Value::Object(vars));
+                m.insert(n.as_str().to_string(), Value::Object(vars));
                 m
             }
             None => vars,
@@ -346,5 +367,19 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.message.contains("nmae"));
+    }
+
+    #[test]
+    fn validate_at_load() {
+        let check = |a: Value| IncludeVars.validate(&args(a));
+        assert!(check(json!({"_raw_params": "vars/main.yaml"})).is_ok());
+        assert!(check(json!({"dir": "vars", "depth": "2", "ignore_files": "a,b"})).is_ok());
+        let e = check(json!({"file": "a.yaml", "nmae": "x"})).unwrap_err();
+        assert!(e.message.contains("include_vars") && e.message.contains("nmae"));
+        let e = check(json!({"file": "a.yaml", "dir": "vars"})).unwrap_err();
+        assert!(e.message.contains("mutually exclusive"));
+        let e = check(json!({"name": "x"})).unwrap_err();
+        assert!(e.message.contains("`file` or a `dir`"));
+        assert!(check(json!({"file": "a.yaml", "name": "not-a-name"})).is_err());
     }
 }
