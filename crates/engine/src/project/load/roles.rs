@@ -331,3 +331,54 @@ impl Loader {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::project::load_playbook;
+
+    #[test]
+    fn role_dependency_cycles_print_the_cycle() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (role, dep) in [("a", "b"), ("b", "c"), ("c", "a")] {
+            std::fs::create_dir_all(d.join(format!("roles/{role}/meta"))).unwrap();
+            std::fs::write(
+                d.join(format!("roles/{role}/meta/main.yml")),
+                format!("dependencies:\n  - role: {dep}\n"),
+            )
+            .unwrap();
+        }
+        std::fs::write(d.join("site.yml"), "- hosts: all\n  roles: [top]\n").unwrap();
+        std::fs::create_dir_all(d.join("roles/top/meta")).unwrap();
+        std::fs::write(d.join("roles/top/meta/main.yml"), "dependencies: [a]\n").unwrap();
+        let e = load_playbook(&d.join("site.yml"), Vec::new()).unwrap_err();
+        assert!(
+            e.message
+                .contains("role dependency cycle: c -> a -> b -> c"),
+            "{}",
+            e.message
+        );
+        assert!(e.span.unwrap().path().ends_with("roles/c/meta/main.yml"));
+    }
+
+    #[test]
+    fn shared_dependencies_are_not_cycles() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (role, deps) in [
+            ("top", "[l, r]"),
+            ("l", "[base]"),
+            ("r", "[base]"),
+            ("base", "[]"),
+        ] {
+            std::fs::create_dir_all(d.join(format!("roles/{role}/meta"))).unwrap();
+            std::fs::write(
+                d.join(format!("roles/{role}/meta/main.yml")),
+                format!("dependencies: {deps}\n"),
+            )
+            .unwrap();
+        }
+        std::fs::write(d.join("site.yml"), "- hosts: all\n  roles: [top]\n").unwrap();
+        assert!(load_playbook(&d.join("site.yml"), Vec::new()).is_ok());
+    }
+}
