@@ -12,6 +12,8 @@ use crate::error::Result;
 /// kk's shell quoting, for modules that build scripts (it lives in [`crate::ansible`]).
 pub use crate::ansible::shell_quote;
 
+#[cfg(test)]
+pub mod fake;
 pub mod local;
 pub mod ssh;
 
@@ -162,6 +164,8 @@ pub fn for_host(
         Some("local") => true,
         Some("ssh") | Some("smart") | Some("paramiko") => false,
         Some("") | None => matches!(name, "localhost" | "127.0.0.1" | "::1"),
+        #[cfg(test)]
+        Some("fake") => false,
         Some(other) => {
             return Err(crate::error::Error::new(
                 crate::error::ErrorKind::Connection,
@@ -170,6 +174,12 @@ pub fn for_host(
             .help("use `local` or `ssh`"))
         }
     };
+    #[cfg(test)]
+    if kind.as_deref() == Some("fake") {
+        if let Some(c) = conn("fake").and_then(|id| fake::connection(&text(id), name)) {
+            return Ok(c);
+        }
+    }
     if local {
         return Ok(Arc::new(local::LocalConnection::new()));
     }
