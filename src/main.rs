@@ -14,7 +14,7 @@ mod version;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use kk_engine::exec::{run_playbook, RunOptions, TagFilter};
 use kk_engine::inventory::Inventory;
-use kk_engine::report::{Format, Output};
+use kk_engine::report::{Format, Output, RunLog};
 use kk_engine::vars::input::{apply_set, load_config, parse_extra_var};
 use kk_engine::vars::VarMap;
 use kk_engine::{Error, ErrorKind};
@@ -383,8 +383,29 @@ async fn run(playbook: PathBuf, common: &Common, preset: Preset) -> Result<i32, 
             ),
         )
     })?;
+    init_diagnostics(common.verbose, output.run_log());
     let outcome = run_playbook(opts, Arc::new(output)).await?;
     Ok(outcome.exit_code)
+}
+
+/// From `-vvv` on, the engine's diagnostics (connections opened, commands sent, their
+/// exit codes and timings; `-vvvv` adds trace level) go to stderr and to the run log.
+/// Below that no subscriber is installed, so the output is exactly the events' text.
+/// Installed once per process: a second run in the same process keeps the first.
+fn init_diagnostics(verbose: u8, log: RunLog) {
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::fmt::writer::MakeWriterExt;
+    let level = match verbose {
+        0..=2 => return,
+        3 => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_target(false)
+        .with_writer(std::io::stderr.and(move || log.clone()))
+        .try_init();
 }
 
 /// Runs one of the bundled playbooks (`playbooks/<name>.yaml`) with a built-in command's

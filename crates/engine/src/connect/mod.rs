@@ -16,6 +16,7 @@ pub use crate::ansible::shell_quote;
 pub mod fake;
 pub mod local;
 pub mod ssh;
+pub mod traced;
 
 /// Privilege escalation for one command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -181,7 +182,8 @@ pub fn for_host(
         }
     }
     if local {
-        return Ok(Arc::new(local::LocalConnection::new()));
+        let c: Arc<dyn Connection> = Arc::new(local::LocalConnection::new());
+        return Ok(traced::Traced::wrap(name, "local", c));
     }
     let port = match pick(&["ansible_port", "ansible_ssh_port"], "port")? {
         None => None,
@@ -246,7 +248,8 @@ pub fn for_host(
         extra_args,
         runtime_dir,
     };
-    Ok(Arc::new(ssh::SshConnection::new(settings)?))
+    let c: Arc<dyn Connection> = Arc::new(ssh::SshConnection::new(settings)?);
+    Ok(traced::Traced::wrap(name, "ssh", c))
 }
 
 /// Turns sudo's refusal into a clear error instead of a failed command (so a wrong or

@@ -414,7 +414,19 @@ impl SshConnection {
             }
         }
         if guard.is_none() {
-            *guard = Some(Arc::new(self.open().await?));
+            let t0 = std::time::Instant::now();
+            let opened = self.open().await;
+            tracing::debug!(
+                host = %self.settings.name,
+                address = %self.settings.host,
+                port = self.settings.port,
+                user = self.settings.user.as_deref(),
+                reopen,
+                ok = opened.is_ok(),
+                ms = t0.elapsed().as_millis() as u64,
+                "ssh open"
+            );
+            *guard = Some(Arc::new(opened?));
             self.reaper_started
                 .store(false, std::sync::atomic::Ordering::SeqCst);
         }

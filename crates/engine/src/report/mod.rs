@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -134,7 +134,7 @@ pub struct Output {
     diff: bool,
     verbosity: u8,
     journal: Mutex<Option<File>>,
-    log: Mutex<Option<File>>,
+    log: RunLog,
     /// A progress line is on the terminal and must be erased before the next output.
     progress_shown: Mutex<bool>,
     live: bool,
@@ -163,11 +163,40 @@ impl Output {
             diff,
             verbosity,
             journal: Mutex::new(journal),
-            log: Mutex::new(log),
+            log: RunLog(Arc::new(Mutex::new(log))),
             progress_shown: Mutex::new(false),
             live: format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr()),
             run_dir,
         })
+    }
+}
+
+impl Output {
+    /// The run log (`kk.log`), for diagnostics written among the events' text.
+    pub fn run_log(&self) -> RunLog {
+        self.log.clone()
+    }
+}
+
+/// The run's log file (`runs/<run-id>/kk.log`), shared by the reporter and the `-vvv`
+/// diagnostics so their lines interleave instead of overwriting each other. Writing to
+/// it when the run has no directory does nothing.
+#[derive(Clone, Debug, Default)]
+pub struct RunLog(Arc<Mutex<Option<File>>>);
+
+impl Write for RunLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.lock().unwrap().as_mut() {
+            Some(f) => f.write(buf),
+            None => Ok(buf.len()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.0.lock().unwrap().as_mut() {
+            Some(f) => f.flush(),
+            None => Ok(()),
+        }
     }
 }
 
@@ -385,7 +414,7 @@ impl Reporter for Output {
             let _ = writeln!(f, "{}", json);
         }
         let text = render_text(event, self.diff, self.verbosity);
-        if let Some(f) = self.log.lock().unwrap().as_mut() {
+        if let Some(f) = self.log.0.lock().unwrap().as_mut() {
             if !text.is_empty() {
                 let _ = writeln!(f, "{}", text);
             }
