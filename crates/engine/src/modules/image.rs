@@ -18,8 +18,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::args::{List, Text};
 use super::oci_registry::{Auth, Registry};
-use super::{args, parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
 const INDEX_TYPES: &[&str] = &[
@@ -29,17 +30,22 @@ const INDEX_TYPES: &[&str] = &[
 const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
+crate::closed_set! {
+    /// What a platform missing from an image's index does: fail, or warn and go on.
+    enum Policy for "policy" { Strict = "strict", Warn = "warn" }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ImageArgs {
-    #[serde(default, deserialize_with = "args::list_like")]
-    manifests: Vec<String>,
+    #[serde(default)]
+    manifests: List,
     #[serde(default)]
     pattern: Option<String>,
-    #[serde(default, deserialize_with = "args::list_like")]
-    platform: Vec<String>,
     #[serde(default)]
-    policy: Option<String>,
+    platform: List,
+    #[serde(default)]
+    policy: Option<Policy>,
     #[serde(default)]
     auths: Option<Value>,
     src: String,
@@ -459,19 +465,14 @@ impl Module for Image {
         }
     }
 
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        parse_args::<ImageArgs>("image", args.clone(), VALID).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: ImageArgs = parse_args("image", raw, VALID)?;
-        let strict = match a.policy.as_deref().unwrap_or("strict") {
-            "strict" => true,
-            "warn" => false,
-            other => {
-                return Err(Error::new(
-                    ErrorKind::ModuleArgs,
-                    format!("image: unknown policy {:?}", other),
-                )
-                .help("policy is strict or warn"))
-            }
-        };
+        let strict = a.policy.unwrap_or(Policy::Strict) == Policy::Strict;
+        let (manifests, platform) = (&a.manifests.0, &a.platform.0);
         let auths: Vec<Auth> = match &a.auths {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::String(s)) => serde_json::from_str(s).map_err(|e| {
@@ -487,18 +488,21 @@ impl Module for Image {
         let auths: Vec<Auth> = auths
             .into_iter()
             .map(|mut a| {
-                a.ca_file = a.ca_file.filter(|f| !f.trim().is_empty()).map(|f| {
-                    match ctx.search_dirs.last() {
-                        Some(base) if Path::new(&f).is_relative() => {
-                            base.join(&f).display().to_string()
-                        }
-                        _ => f,
-                    }
-                });
+                a.ca_file = a
+                    .ca_file
+                    .filter(|f| !f.as_str().trim().is_empty())
+                    .map(|Text(f)| {
+                        Text(match ctx.search_dirs.last() {
+                            Some(base) if Path::new(&f).is_relative() => {
+                                base.join(&f).display().to_string()
+                            }
+                            _ => f,
+                        })
+                    });
                 a
             })
             .collect();
-        let all_platforms = a.platform.is_empty() || a.platform.iter().any(|p| p == "all");
+        let all_platforms = platform.is_empty() || platform.iter().any(|p| p == "all");
         let pattern = match &a.pattern {
             Some(p) => Some(regex::Regex::new(p).map_err(|e| {
                 Error::new(ErrorKind::ModuleArgs, format!("image: bad pattern: {}", e))
@@ -507,10 +511,10 @@ impl Module for Image {
         };
         // One (src, dest) pair per image: rendered templates with manifests, as given without.
         let mut jobs = Vec::new();
-        if a.manifests.is_empty() {
+        if manifests.is_empty() {
             jobs.push((a.src.clone(), a.dest.clone(), None));
         } else {
-            for m in &a.manifests {
+            for m in manifests {
                 if pattern.as_ref().is_some_and(|p| !p.is_match(m)) {
                     continue;
                 }
@@ -553,12 +557,12 @@ impl Module for Image {
                 } else {
                     entries
                         .iter()
-                        .filter(|e| a.platform.contains(&platform_of(e)))
+                        .filter(|e| platform.contains(&platform_of(e)))
                         .cloned()
                         .collect()
                 };
                 if !all_platforms {
-                    for want in &a.platform {
+                    for want in platform {
                         if !entries.iter().any(|e| platform_of(e) == *want) {
                             let msg = format!(
                                 "image {} has no {} variant (it has {})",
@@ -638,12 +642,12 @@ impl Module for Image {
                         cfg["os"].as_str().unwrap_or(""),
                         cfg["architecture"].as_str().unwrap_or("")
                     );
-                    if !a.platform.iter().any(|p| p.starts_with(&plat)) {
+                    if !platform.iter().any(|p| p.starts_with(&plat)) {
                         let msg = format!(
                             "image {} is {}, not {}",
                             sref.full(),
                             plat,
-                            a.platform.join(", ")
+                            platform.join(", ")
                         );
                         if strict {
                             return Err(err(msg));
@@ -706,5 +710,25 @@ mod tests {
             (r.registry.as_str(), r.repository.as_str()),
             ("docker.io", "kubesphere/ks")
         );
+    }
+
+    #[test]
+    fn validate_at_load() {
+        use super::{Image, Module};
+        let check = |a: serde_json::Value| Image.validate(a.as_object().unwrap());
+        assert!(check(serde_json::json!({"src": "a", "dest": "b", "platform": "linux/amd64,linux/arm64", "policy": "warn"})).is_ok());
+        let e =
+            check(serde_json::json!({"src": "a", "dest": "b", "policy": "lenient"})).unwrap_err();
+        assert!(
+            e.message.contains("image")
+                && e.message.contains("`policy`")
+                && e.message.contains("strict, warn"),
+            "{}",
+            e.message
+        );
+        let e = check(serde_json::json!({"src": "a", "dest": "b", "platfrom": "x"})).unwrap_err();
+        assert!(e.message.contains("image") && e.message.contains("platfrom"));
+        let e = check(serde_json::json!({"src": "a"})).unwrap_err();
+        assert!(e.message.contains("image") && e.message.contains("dest"));
     }
 }

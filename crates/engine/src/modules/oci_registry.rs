@@ -10,7 +10,7 @@ use serde_json::Value;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::prelude::FromDer;
 
-use super::args;
+use super::args::{Flag, Text};
 use super::image::err;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -22,13 +22,13 @@ pub(super) struct Auth {
     pub(super) username: Option<String>,
     #[serde(default)]
     pub(super) password: Option<String>,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    pub(super) skip_tls_verify: bool,
-    #[serde(default, deserialize_with = "args::bool_like")]
-    pub(super) plain_http: bool,
+    #[serde(default)]
+    pub(super) skip_tls_verify: Flag,
+    #[serde(default)]
+    pub(super) plain_http: Flag,
     /// A PEM CA bundle on the controller, trusted for this registry.
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    pub(super) ca_file: Option<String>,
+    #[serde(default)]
+    pub(super) ca_file: Option<Text>,
 }
 
 /// The certificates of the PEM bundle `path` (`ca_file` of the `auths` entry for
@@ -80,11 +80,11 @@ pub(super) struct Registry {
 impl Registry {
     pub(super) fn new(registry: &str, auth: Auth) -> Result<Registry> {
         let mut builder = reqwest::Client::builder()
-            .danger_accept_invalid_certs(auth.skip_tls_verify)
+            .danger_accept_invalid_certs(auth.skip_tls_verify.0)
             .timeout(std::time::Duration::from_secs(300));
         if let Some(ca) = &auth.ca_file {
             // Merged with the system's roots (add_root_certificate's successor in reqwest 0.13).
-            builder = builder.tls_certs_merge(load_ca(registry, Path::new(ca))?);
+            builder = builder.tls_certs_merge(load_ca(registry, Path::new(ca.as_str()))?);
         }
         let client = builder
             .build()
@@ -94,7 +94,7 @@ impl Registry {
         } else {
             registry
         };
-        let scheme = if auth.plain_http { "http" } else { "https" };
+        let scheme = if auth.plain_http.0 { "http" } else { "https" };
         Ok(Registry {
             client,
             name: registry.to_string(),
@@ -187,7 +187,7 @@ impl Registry {
             ),
             Some(ca) => format!(
                 "the certificate of {} is not signed by a CA of ca_file {} (nor by a system CA): point ca_file of its `auths` entry at the CA that signed it",
-                self.name, ca
+                self.name, ca.as_str()
             ),
             None => format!(
                 "the certificate of {} is not signed by a system CA: set ca_file in its `auths` entry to the CA that signed it (or skip_tls_verify: true)",
