@@ -19,9 +19,9 @@ use super::remote::{sha1_hex, Attrs};
 use super::{ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
-pub mod dir;
-pub mod put;
-pub mod remote_src;
+mod dir;
+pub(crate) mod put;
+mod remote_src;
 #[cfg(test)]
 mod tests;
 
