@@ -309,3 +309,52 @@ fn validate_checks_literal_arguments() {
     let e = check(json!({"content": "x", "dest": "/d", "validate": "visudo -c"})).unwrap_err();
     assert!(e.message.contains("%s"), "{e:?}");
 }
+
+/// Counts the round trips a module makes over the local connection.
+struct Counting {
+    inner: crate::connect::local::LocalConnection,
+    n: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl crate::connect::Connection for Counting {
+    async fn exec(&self, req: &crate::connect::ExecRequest) -> Result<crate::connect::ExecOutput> {
+        self.n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.exec(req).await
+    }
+}
+
+#[tokio::test]
+async fn round_trips_stay_what_they_were() {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let conn = Arc::new(Counting {
+        inner: crate::connect::local::LocalConnection::new(),
+        n: Default::default(),
+    });
+    let mut c = ctx(dir.path(), json!({}));
+    c.conn = conn.clone();
+    let d = dir.path().join("f");
+    let a = |content: &str, mode: &str| {
+        args(json!({"content": content, "dest": d.to_str().unwrap(), "mode": mode}))
+    };
+    async fn run(c: &ModuleContext, conn: &Counting, a: VarMap) -> (bool, usize) {
+        conn.n.store(0, Ordering::SeqCst);
+        let r = Planned(Copy).run(c, a).await.unwrap();
+        (r.changed, conn.n.load(Ordering::SeqCst))
+    }
+    // A small file: looked at and written in one round trip, new or changed or not.
+    assert_eq!(run(&c, &conn, a("a", "0644")).await, (true, 1));
+    assert_eq!(run(&c, &conn, a("a", "0644")).await, (false, 1));
+    assert_eq!(run(&c, &conn, a("b", "0644")).await, (true, 1));
+    // Same content, other mode: the look, then the mode.
+    assert_eq!(run(&c, &conn, a("b", "0600")).await, (true, 2));
+    // Check mode and diff: the stat, then the write only outside check mode.
+    c.check_mode = true;
+    assert_eq!(run(&c, &conn, a("c", "0600")).await, (true, 1));
+    c.check_mode = false;
+    c.diff = true;
+    assert_eq!(run(&c, &conn, a("c", "0600")).await, (true, 2));
+    assert_eq!(run(&c, &conn, a("c", "0600")).await, (false, 1));
+}
