@@ -37,12 +37,12 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{Module, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 use generate::generate;
 use keys::{load_ca, parse_cert};
 use renewal::{check_existing, rfc3339, CertInfo, Existing};
-use request::{margs, GenCertArgs, Policy, Request, San, VALID};
+use request::{check, Policy, Request, San};
 
 /// An existing certificate this close to expiry is renewed under `if_not_present`.
 pub const RENEW_BEFORE_DAYS: i64 = 30;
@@ -89,25 +89,18 @@ fn result_of(info: &CertInfo, reason: &str, key: &Path, cert: &Path) -> ModuleRe
 
 #[async_trait]
 impl Module for GenCert {
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(args.clone()).map(|_| ())
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: GenCertArgs = parse_args("gen_cert", raw, VALID)?;
-        let nonempty = |o: &Option<String>| o.clone().filter(|s| !s.trim().is_empty());
-        let (out_key, out_cert) = match (nonempty(&a.out_key), nonempty(&a.out_cert)) {
-            (Some(k), Some(c)) => (resolve(ctx, &k), resolve(ctx, &c)),
-            _ => {
-                return Err(margs("`out_key` and `out_cert` are required").at_opt(ctx.span.as_ref()))
-            }
+        let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let (out_key, out_cert) = (resolve(ctx, &c.out.0), resolve(ctx, &c.out.1));
+        let (root_key, root_cert) = match &c.root {
+            Some((k, c)) => (Some(resolve(ctx, k)), Some(resolve(ctx, c))),
+            None => (None, None),
         };
-        let (root_key, root_cert) = match (nonempty(&a.root_key), nonempty(&a.root_cert)) {
-            (Some(k), Some(c)) => (Some(resolve(ctx, &k)), Some(resolve(ctx, &c))),
-            (None, None) => (None, None),
-            _ => return Err(margs(
-                "give both `root_key` and `root_cert` (the CA), or neither for a self-signed CA",
-            )
-            .at_opt(ctx.span.as_ref())),
-        };
-        let req =
-            Request::from_args(&a, root_key.is_some()).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let req = c.request;
         // Key generation (RSA especially) and file I/O are blocking work.
         let span = ctx.span.clone();
         let check_mode = ctx.check_mode;

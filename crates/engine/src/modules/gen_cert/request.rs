@@ -9,45 +9,77 @@ use serde_json::Value;
 
 use super::DEFAULT_VALIDITY_SECS;
 use crate::error::{Error, ErrorKind, Result};
-use crate::modules::args;
+use crate::modules::args::{Flag, Int, List, Text};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct GenCertArgs {
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    pub(super) root_key: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    pub(super) root_cert: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    pub(super) out_key: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    pub(super) out_cert: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    pub(super) cn: Option<String>,
-    #[serde(default, deserialize_with = "args::list_like")]
-    pub(super) organization: Vec<String>,
-    #[serde(default, deserialize_with = "args::list_like")]
-    pub(super) sans: Vec<String>,
+    #[serde(default)]
+    pub(super) root_key: Option<Text>,
+    #[serde(default)]
+    pub(super) root_cert: Option<Text>,
+    #[serde(default)]
+    pub(super) out_key: Option<Text>,
+    #[serde(default)]
+    pub(super) out_cert: Option<Text>,
+    #[serde(default)]
+    pub(super) cn: Option<Text>,
+    #[serde(default)]
+    pub(super) organization: List,
+    #[serde(default)]
+    pub(super) sans: List,
     #[serde(default, alias = "validity")]
     pub(super) date: Option<Value>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    pub(super) is_ca: Option<bool>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    pub(super) key_type: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_int_like")]
-    pub(super) key_size: Option<i64>,
-    #[serde(default, deserialize_with = "opt_list_like", alias = "key_usages")]
-    pub(super) usages: Option<Vec<String>>,
-    #[serde(
-        default,
-        deserialize_with = "opt_list_like",
-        alias = "extended_key_usages"
-    )]
-    pub(super) ext_key_usages: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "args::opt_string_like")]
-    pub(super) policy: Option<String>,
-    #[serde(default, deserialize_with = "args::opt_bool_like")]
-    pub(super) localhost_sans: Option<bool>,
+    #[serde(default)]
+    pub(super) is_ca: Option<Flag>,
+    #[serde(default)]
+    pub(super) key_type: Option<Text>,
+    #[serde(default)]
+    pub(super) key_size: Option<Int>,
+    /// `None` when not given (defaults apply), unlike an empty list.
+    #[serde(default, alias = "key_usages")]
+    pub(super) usages: Option<List>,
+    /// `None` when not given (defaults apply), unlike an empty list.
+    #[serde(default, alias = "extended_key_usages")]
+    pub(super) ext_key_usages: Option<List>,
+    #[serde(default)]
+    pub(super) policy: Option<Text>,
+    #[serde(default)]
+    pub(super) localhost_sans: Option<Flag>,
+}
+
+/// A path argument given and not blank.
+pub(super) fn nonempty(o: &Option<Text>) -> Option<String> {
+    o.as_ref()
+        .map(|t| t.as_str().to_string())
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// The controller files named (`out_key`, `out_cert`, and the CA's pair or none), and
+/// the certificate asked for, checked without touching a file.
+pub(super) struct Checked {
+    pub(super) out: (String, String),
+    pub(super) root: Option<(String, String)>,
+    pub(super) request: Request,
+}
+
+/// Parses and checks the arguments.
+pub(super) fn check(raw: crate::modules::VarMap) -> Result<Checked> {
+    let a: GenCertArgs = crate::modules::parse_args("gen_cert", raw, VALID)?;
+    let out = match (nonempty(&a.out_key), nonempty(&a.out_cert)) {
+        (Some(k), Some(c)) => (k, c),
+        _ => return Err(margs("`out_key` and `out_cert` are required")),
+    };
+    let root =
+        match (nonempty(&a.root_key), nonempty(&a.root_cert)) {
+            (Some(k), Some(c)) => Some((k, c)),
+            (None, None) => None,
+            _ => return Err(margs(
+                "give both `root_key` and `root_cert` (the CA), or neither for a self-signed CA",
+            )),
+        };
+    let request = Request::from_args(&a, root.is_some())?;
+    Ok(Checked { out, root, request })
 }
 
 pub(super) const VALID: &[&str] = &[
@@ -68,13 +100,6 @@ pub(super) const VALID: &[&str] = &[
     "policy",
     "localhost_sans",
 ];
-
-/// `list_like`, but telling "not given" (defaults apply) from an empty list.
-fn opt_list_like<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<Option<Vec<String>>, D::Error> {
-    args::list_like(d).map(Some)
-}
 
 /// When an existing certificate is replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,26 +318,24 @@ pub(super) fn margs(msg: impl Into<String>) -> Error {
 
 impl Request {
     pub(super) fn from_args(a: &GenCertArgs, signed: bool) -> Result<Request> {
-        let cn =
-            a.cn.clone()
-                .filter(|c| !c.trim().is_empty())
-                .ok_or_else(|| margs("`cn` (the certificate's common name) is required"))?;
-        let organization = match a.organization.len() {
+        let cn = nonempty(&a.cn)
+            .ok_or_else(|| margs("`cn` (the certificate's common name) is required"))?;
+        let organization = match a.organization.0.len() {
             0 => None,
-            1 => Some(a.organization[0].clone()),
+            1 => Some(a.organization.0[0].clone()),
             n => {
                 return Err(margs(format!(
                     "`organization` has {} entries ({}); only one organization is supported",
                     n,
-                    a.organization.join(", ")
+                    a.organization.0.join(", ")
                 ))
                 .help("give a single organization"))
             }
         };
-        let is_ca = a.is_ca.unwrap_or(!signed);
+        let is_ca = a.is_ca.map_or(!signed, |Flag(c)| c);
         let mut sans: Vec<San> = Vec::new();
         let mut bad = Vec::new();
-        for s in &a.sans {
+        for s in &a.sans.0 {
             match San::parse(s) {
                 Some(san) => {
                     if !sans.contains(&san) {
@@ -329,7 +352,7 @@ impl Request {
             ))
             .help("DNS names are letters, digits and `-` in dot-separated labels, optionally starting with `*.`"));
         }
-        if signed && !is_ca && a.localhost_sans.unwrap_or(true) {
+        if signed && !is_ca && a.localhost_sans.is_none_or(|Flag(l)| l) {
             for s in ["localhost", "127.0.0.1", "::1"] {
                 let san = San::parse(s).expect("built-in SANs are valid");
                 if !sans.contains(&san) {
@@ -341,9 +364,14 @@ impl Request {
             None | Some(Value::Null) => DEFAULT_VALIDITY_SECS,
             Some(v) => parse_validity(v).map_err(margs)?,
         };
-        let key_type = KeyType::parse(a.key_type.as_deref(), a.key_size).map_err(margs)?;
+        let key_type = KeyType::parse(
+            a.key_type.as_ref().map(Text::as_str),
+            a.key_size.map(|Int(n)| n),
+        )
+        .map_err(margs)?;
         let key_usages = match &a.usages {
             Some(list) => list
+                .0
                 .iter()
                 .map(|u| {
                     key_usage(u).ok_or_else(|| {
@@ -366,6 +394,7 @@ impl Request {
         };
         let ext_key_usages = match &a.ext_key_usages {
             Some(list) => list
+                .0
                 .iter()
                 .map(|u| {
                     ext_key_usage(u).ok_or_else(|| {
@@ -383,10 +412,10 @@ impl Request {
         };
         let policy = match &a.policy {
             None => Policy::IfNotPresent,
-            Some(p) => Policy::parse(p).ok_or_else(|| {
+            Some(p) => Policy::parse(p.as_str()).ok_or_else(|| {
                 margs(format!(
                     "policy {:?} is not one of always, if_not_present, never",
-                    p
+                    p.as_str()
                 ))
                 .help("KubeKey's Always, IfNotPresent and None are accepted too (None = never)")
             })?,

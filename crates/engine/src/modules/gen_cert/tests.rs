@@ -669,3 +669,24 @@ async fn ed25519_and_p384() {
         text
     );
 }
+
+#[test]
+fn validate_at_load() {
+    let check = |a: Value| GenCert.validate(&args(a));
+    assert!(check(json!({"out_key": "k", "out_cert": "c", "cn": "etcd",
+        "sans": "10.0.0.1,node1", "key_size": "2048", "is_ca": "no"}))
+    .is_ok());
+    let e = check(json!({"out_key": "k", "out_cert": "c", "cn": "x", "sna": "a"})).unwrap_err();
+    assert!(e.message.contains("gen_cert") && e.message.contains("sna"));
+    let e = check(json!({"out_key": "k", "cn": "x"})).unwrap_err();
+    assert!(e.message.contains("`out_key` and `out_cert` are required"));
+    let e = check(json!({"out_key": "k", "out_cert": "c", "cn": "x", "policy": "sometimes"}))
+        .unwrap_err();
+    assert!(e.message.contains("policy"));
+    assert!(
+        check(json!({"out_key": "k", "out_cert": "c", "cn": "x", "sans": "bad name!"})).is_err()
+    );
+    assert!(
+        check(json!({"out_key": "k", "out_cert": "c", "cn": "x", "root_key": "ca.key"})).is_err()
+    );
+}
