@@ -28,17 +28,14 @@ impl Module for AddHost {
         controller_only("add_host")
     }
 
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        add_host_name(args).map(|_| ())
+    }
+
     fn answer(&self, args: &VarMap, _c: &Controller) -> Option<Result<Answer>> {
-        let name = args
-            .get("name")
-            .or_else(|| args.get("hostname"))
-            .or_else(|| args.get("host"))
-            .map(value_text);
-        let Some(name) = name else {
-            return Some(Err(Error::new(
-                ErrorKind::ModuleArgs,
-                "add_host needs `name`",
-            )));
+        let name = match add_host_name(args) {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
         };
         let groups: Vec<String> = match args
             .get("groups")
@@ -71,6 +68,15 @@ impl Module for AddHost {
     }
 }
 
+/// The host `add_host` adds (`name`, or its aliases `hostname` and `host`).
+fn add_host_name(args: &VarMap) -> Result<String> {
+    args.get("name")
+        .or_else(|| args.get("hostname"))
+        .or_else(|| args.get("host"))
+        .map(value_text)
+        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "add_host needs `name`"))
+}
+
 /// `add_hostvars`: sets variables on the hosts of a pattern (KubeKey's module); runs
 /// once per task.
 pub struct AddHostVars;
@@ -81,12 +87,17 @@ impl Module for AddHostVars {
         controller_only("add_hostvars")
     }
 
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        hostvars_args(args).map(|_| ())
+    }
+
     fn answer(&self, args: &VarMap, c: &Controller) -> Option<Result<Answer>> {
         Some(add_hostvars(args, c))
     }
 }
 
-fn add_hostvars(args: &VarMap, c: &Controller) -> Result<Answer> {
+/// `add_hostvars`' host pattern and variables, checked.
+fn hostvars_args(args: &VarMap) -> Result<(String, &VarMap)> {
     let pattern = match args.get("hosts") {
         Some(Value::Array(a)) => a.iter().map(value_text).collect::<Vec<_>>().join(":"),
         Some(v) => value_text(v),
@@ -110,6 +121,11 @@ fn add_hostvars(args: &VarMap, c: &Controller) -> Result<Answer> {
         )
         .help("valid arguments of `add_hostvars` are: hosts, vars"));
     }
+    Ok((pattern, vars))
+}
+
+fn add_hostvars(args: &VarMap, c: &Controller) -> Result<Answer> {
+    let (pattern, vars) = hostvars_args(args)?;
     let hosts = c.inventory.select(&pattern)?;
     let effects = hosts
         .iter()
@@ -133,19 +149,27 @@ impl Module for GroupBy {
         controller_only("group_by")
     }
 
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        group_key(args).map(|_| ())
+    }
+
     fn answer(&self, args: &VarMap, _c: &Controller) -> Option<Result<Answer>> {
-        let key = args.get("key").map(value_text).unwrap_or_default();
-        if key.is_empty() {
-            return Some(Err(Error::new(
-                ErrorKind::ModuleArgs,
-                "group_by needs `key`",
-            )));
-        }
+        let key = match group_key(args) {
+            Ok(k) => k,
+            Err(e) => return Some(Err(e)),
+        };
         Some(Ok(Answer {
             result: json!({"changed": false, "failed": false, "add_group": key}),
             effects: vec![Effect::GroupBy(key)],
         }))
     }
+}
+
+/// The group `group_by` puts the host in.
+fn group_key(args: &VarMap) -> Result<String> {
+    Some(args.get("key").map(value_text).unwrap_or_default())
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "group_by needs `key`"))
 }
 
 /// `result`: values shown at the end of the run (merged over every host and task).
@@ -157,16 +181,53 @@ impl Module for Report {
         controller_only("result")
     }
 
-    fn answer(&self, args: &VarMap, _c: &Controller) -> Option<Result<Answer>> {
+    fn validate(&self, args: &VarMap) -> Result<()> {
         if args.is_empty() {
-            return Some(Err(Error::new(
+            return Err(Error::new(
                 ErrorKind::ModuleArgs,
                 "result needs at least one value to report",
-            )));
+            ));
+        }
+        Ok(())
+    }
+
+    fn answer(&self, args: &VarMap, _c: &Controller) -> Option<Result<Answer>> {
+        if let Err(e) = self.validate(args) {
+            return Some(Err(e));
         }
         Some(Ok(Answer {
             result: json!({"changed": false, "failed": false}),
             effects: vec![Effect::Report(args.clone())],
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_at_load() {
+        let v = |a: Value| a.as_object().unwrap().clone();
+        assert!(AddHost
+            .validate(&v(json!({"hostname": "n1", "groups": "a,b"})))
+            .is_ok());
+        assert!(AddHost
+            .validate(&v(json!({"groups": "a"})))
+            .unwrap_err()
+            .message
+            .contains("`name`"));
+        assert!(AddHostVars
+            .validate(&v(json!({"hosts": "all", "vars": {"a": 1}})))
+            .is_ok());
+        let e = AddHostVars
+            .validate(&v(json!({"hosts": "all", "vars": {}, "var": 1})))
+            .unwrap_err();
+        assert!(e.message.contains("add_hostvars") && e.message.contains("`var`"));
+        assert!(AddHostVars
+            .validate(&v(json!({"hosts": "all", "vars": "x"})))
+            .is_err());
+        assert!(GroupBy.validate(&v(json!({"key": ""}))).is_err());
+        assert!(Report.validate(&v(json!({}))).is_err());
     }
 }
