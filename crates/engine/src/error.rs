@@ -1,5 +1,6 @@
 //! One error type for the whole engine, carrying where in which file it came from,
-//! and one place ([`Error::render`]) that turns it into what a user reads.
+//! and one place ([`Error::render`], with miette) that turns it into what a user reads;
+//! a failed task's result carries [`Error::result_message`] instead, data not a rendering.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -219,39 +220,10 @@ impl Error {
         out
     }
 
-    /// Renders the error the way a user sees it: headline, location, quoted line, caret, hints.
+    /// Renders the error the way a user sees it, with miette: the code and statement, the
+    /// quoted source with the place labelled by the notes, the hint. Plain text (no colour,
+    /// no wrapping), so logs and tests read the same as a terminal.
     pub fn render(&self) -> String {
-        let mut out = match self.kind {
-            ErrorKind::Runtime => format!("error: {}\n", self.message),
-            _ => format!("error: {}: {}\n", self.kind.headline(), self.message),
-        };
-        if let Some(span) = &self.span {
-            out.push_str(&format!("  --> {}\n", span));
-            if let Some(line) = span.file.text.lines().nth(span.line.saturating_sub(1)) {
-                let num = span.line.to_string();
-                let pad = " ".repeat(num.len());
-                out.push_str(&format!("{pad} |\n{num} | {line}\n"));
-                let caret_pad: String = line
-                    .chars()
-                    .take(span.col.saturating_sub(1))
-                    .map(|c| if c == '\t' { '\t' } else { ' ' })
-                    .collect();
-                out.push_str(&format!("{pad} | {caret_pad}^\n"));
-            }
-        }
-        for note in &self.notes {
-            out.push_str(&format!("  = note: {}\n", note));
-        }
-        if let Some(help) = &self.help {
-            out.push_str(&format!("  = help: {}\n", help));
-        }
-        out
-    }
-
-    /// Renders the error with miette: the code and statement, the quoted source with the
-    /// place marked, the notes and the hint. Plain text (no colour, no wrapping), so logs
-    /// and tests read the same as a terminal.
-    pub fn render_graphical(&self) -> String {
         let handler =
             miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
                 .with_links(false)
@@ -439,7 +411,7 @@ mod tests {
             },
         )
         .help("did you mean `command`?");
-        let r = e.render_graphical();
+        let r = e.render();
         assert!(r.contains("kk::syntax"), "{r}");
         assert!(
             r.contains("invalid playbook: unknown module `comand`"),
@@ -450,7 +422,7 @@ mod tests {
         assert!(r.contains("·       ───┬──"), "{r}");
         assert!(r.contains("help: did you mean"), "{r}");
         let m = e.with_code("kk::module::unknown").note("in play `p`");
-        let r = m.render_graphical();
+        let r = m.render();
         assert!(r.contains("kk::module::unknown"), "{r}");
         assert!(r.contains("╰── in play `p`"), "{r}");
         assert_eq!(
@@ -470,11 +442,11 @@ mod tests {
                 col: 1,
             },
         );
-        let r = e.render_graphical();
+        let r = e.render();
         assert!(r.contains("invalid playbook: odd (x.yaml:9:1)"), "{r}");
         let r = Error::new(ErrorKind::Runtime, "command failed")
             .note("in task `t`")
-            .render_graphical();
+            .render();
         assert!(r.contains("× command failed"), "{r}");
         assert!(r.contains("help: note: in task `t`"), "{r}");
         assert_eq!(byte_span("ab\nc: d\n", 2, 1), Some((3, 1).into()));

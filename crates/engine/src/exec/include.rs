@@ -268,7 +268,6 @@ impl Runner {
     }
 
     fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error) {
-        let msg = e.render();
         self.with_state(host, |s| {
             s.counts.failed += 1;
             s.failed = true;
@@ -281,7 +280,7 @@ impl Runner {
             status: Status::Failed,
             changed: false,
             ignored: false,
-            result: json!({"failed": true, "msg": msg.strip_prefix("error: ").unwrap_or(&msg).trim_end()}),
+            result: json!({"failed": true, "msg": e.result_message()}),
             display: None,
         });
     }

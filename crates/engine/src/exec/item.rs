@@ -64,13 +64,7 @@ pub(super) fn item_error(e: Error) -> ItemResult {
     } else {
         Status::Failed
     };
-    let msg = e.render();
-    let msg = msg
-        .strip_prefix("error: ")
-        .unwrap_or(&msg)
-        .trim_end()
-        .to_string();
-    let mut r = json!({"failed": true, "changed": false, "msg": msg});
+    let mut r = json!({"failed": true, "changed": false, "msg": e.result_message()});
     if status == Status::Unreachable {
         r["unreachable"] = Value::Bool(true);
     }

@@ -51,11 +51,7 @@ impl HostOutcome {
         } else {
             Status::Failed
         };
-        let mut msg = e.render();
-        if let Some(stripped) = msg.strip_prefix("error: ") {
-            msg = stripped.trim_end().to_string();
-        }
-        self.result = json!({"failed": true, "changed": false, "msg": msg});
+        self.result = json!({"failed": true, "changed": false, "msg": e.result_message()});
         if self.status == Status::Unreachable {
             self.result["unreachable"] = Value::Bool(true);
         }

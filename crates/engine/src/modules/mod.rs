@@ -415,6 +415,9 @@ pub fn parse_args<T: DeserializeOwned>(module: &str, args: VarMap, valid: &[&str
     serde_json::from_value(Value::Object(args)).map_err(|e| {
         let msg = e.to_string();
         let mut err = Error::new(ErrorKind::ModuleArgs, format!("{}: {}", module, msg));
+        if msg.starts_with("unknown field") {
+            err = err.with_code("kk::module::unknown_argument");
+        }
         if !valid.is_empty() {
             err = err.help(format!(
                 "valid arguments of `{}` are: {}",

@@ -55,9 +55,11 @@ pub fn check_tasks(tasks: &[Task]) -> Result<()> {
 
 fn check_one(m: &dyn Module, args: &super::VarMap, task: &Task) -> Result<()> {
     m.validate(args).map_err(|e| {
-        // A load error (exit 4): the playbook is wrong, whatever the hosts.
+        // A load error (exit 4): the playbook is wrong, whatever the hosts; the module's
+        // diagnostic code stays.
         Error {
             kind: ErrorKind::Syntax,
+            code: Some(e.code()),
             ..e
         }
         .at(&task.span)

@@ -62,7 +62,8 @@ impl Loader {
                 return Err(templated_module(k, &v.span));
             }
             if !known {
-                let mut e = Error::syntax(format!("unknown module or keyword `{}`", k), &v.span);
+                let mut e = Error::syntax(format!("unknown module or keyword `{}`", k), &v.span)
+                    .with_code("kk::module::unknown");
                 let candidates = modules::all_names().chain(TASK_KEYWORDS.iter().copied());
                 if let Some(s) = did_you_mean(canon, candidates) {
                     e = e.help(format!("did you mean `{}`?", s));
