@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::args::{Flag, Int, List, Text};
-use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::plan::{Plan, PlanApply};
+use super::{parse_args, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -148,9 +149,49 @@ fn unsupported(module: &str, manager: &str) -> Error {
     .help("kk manages packages with apt, dnf or yum")
 }
 
+/// One script finds what is missing (or present, or upgradable) and acts: run for real it
+/// is [`PlanApply::at_once`] (one round trip, as always); in check mode the same script
+/// stops after finding (the plan).
 #[async_trait]
-impl Module for Package {
-    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+impl PlanApply for Package {
+    /// The arguments: apply runs the script for real.
+    type Work = VarMap;
+
+    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<VarMap>> {
+        let res = self.script(ctx, raw.clone(), true).await?;
+        Ok(if res.changed {
+            Plan::change(res, raw)
+        } else {
+            Plan::Done(res)
+        })
+    }
+
+    async fn apply(
+        &self,
+        ctx: &ModuleContext,
+        raw: VarMap,
+        _planned: ModuleResult,
+    ) -> Result<ModuleResult> {
+        self.script(ctx, raw, false).await
+    }
+
+    async fn at_once(&self, ctx: &ModuleContext, raw: &VarMap) -> Result<Option<ModuleResult>> {
+        self.script(ctx, raw.clone(), false).await.map(Some)
+    }
+
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(self.forced.unwrap_or("package"), args.clone()).map(|_| ())
+    }
+}
+
+impl Package {
+    /// Runs the package script; with `report_only`, it finds and changes nothing.
+    async fn script(
+        &self,
+        ctx: &ModuleContext,
+        raw: VarMap,
+        report_only: bool,
+    ) -> Result<ModuleResult> {
         let module = self.forced.unwrap_or("package");
         let a = check(module, raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
         let state = a.state.unwrap_or(State::Present);
@@ -204,7 +245,7 @@ impl Module for Package {
             )),
         }
         script.push_str("done\necho \"KK_TODO:$todo\"\n");
-        if ctx.check_mode {
+        if report_only {
             script.push_str("exit 0\n");
         } else {
             let recommends = match (manager, a.install_recommends) {
@@ -284,7 +325,7 @@ impl Module for Package {
             return Ok(r);
         }
         let changed_pkgs: Vec<String> = if state == State::Latest {
-            if ctx.check_mode {
+            if report_only {
                 // Without asking the repositories we can only say that missing ones would come.
                 versions("KK_BEFORE ")
                     .into_iter()
@@ -304,7 +345,7 @@ impl Module for Package {
             todo.clone()
         };
         let changed = !changed_pkgs.is_empty();
-        let msg = match (state, changed_pkgs.is_empty(), ctx.check_mode) {
+        let msg = match (state, changed_pkgs.is_empty(), report_only) {
             (_, true, _) => "nothing to do".to_string(),
             (State::Absent, false, true) => format!("would remove {}", changed_pkgs.join(", ")),
             (State::Absent, false, false) => format!("removed {}", changed_pkgs.join(", ")),
@@ -324,10 +365,6 @@ impl Module for Package {
             "stderr",
             String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
         ))
-    }
-
-    fn validate(&self, args: &VarMap) -> Result<()> {
-        check(self.forced.unwrap_or("package"), args.clone()).map(|_| ())
     }
 }
 

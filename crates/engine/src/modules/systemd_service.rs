@@ -11,8 +11,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::args::{Flag, Int, Text};
+use super::plan::{Plan, PlanApply};
 use super::remote;
-use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -123,75 +124,108 @@ fn check(raw: VarMap) -> Result<Checked> {
     })
 }
 
-/// Manages systemd units.
+/// Manages systemd units. One script looks at the unit and acts where its state differs:
+/// run for real it is [`PlanApply::at_once`] (one round trip, as always); in check mode
+/// the same script only reports (`check=1`), which is the plan.
 pub struct SystemdService;
 
 #[async_trait]
-impl Module for SystemdService {
-    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
-        let (a, state, name) = (c.args, c.state, c.name);
-        let scope = match a.scope {
-            None | Some(Scope::System) => "",
-            Some(Scope::User) => " --user",
-            Some(Scope::Global) => " --global",
-        };
-        let mut s = format!(
-            "sc() {{ systemctl{}{} \"$@\"; }}\ncheck={}\n",
-            scope,
-            if a.no_block.0 { " --no-block" } else { "" },
-            if ctx.check_mode { "1" } else { "" }
-        );
-        s.push_str("act() { echo \"action=$*\"; [ -n \"$check\" ] && return 0; sc \"$@\" >&2 || { echo \"systemctl $* failed\" >&2; exit 95; }; }\n");
-        if a.daemon_reexec.0 && !ctx.check_mode {
-            s.push_str("sc daemon-reexec >&2 || exit 96\n");
-        }
-        if a.daemon_reload.0 && !ctx.check_mode {
-            s.push_str("sc daemon-reload >&2 || exit 96\n");
-        }
-        let Some(name) = name else {
-            let out = ctx.exec(s, None).await?;
-            if out.rc != 0 {
-                return Err(remote::remote_error(
-                    "systemd_service: daemon-reload failed",
-                    &out,
-                ));
-            }
-            return Ok(ModuleResult::changed(false));
-        };
-        let force = if a.force == Some(Flag(true)) {
-            " --force"
+impl PlanApply for SystemdService {
+    /// The arguments: apply runs the script for real.
+    type Work = VarMap;
+
+    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<VarMap>> {
+        let res = unit_script(ctx, raw.clone(), true).await?;
+        Ok(if res.changed {
+            Plan::change(res, raw)
         } else {
-            ""
-        };
-        s.push_str(&format!(
+            Plan::Done(res)
+        })
+    }
+
+    async fn apply(
+        &self,
+        ctx: &ModuleContext,
+        raw: VarMap,
+        _planned: ModuleResult,
+    ) -> Result<ModuleResult> {
+        unit_script(ctx, raw, false).await
+    }
+
+    async fn at_once(&self, ctx: &ModuleContext, raw: &VarMap) -> Result<Option<ModuleResult>> {
+        unit_script(ctx, raw.clone(), false).await.map(Some)
+    }
+
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        check(args.clone()).map(|_| ())
+    }
+}
+
+/// Runs the unit's script; with `report_only`, it says what it would do and does nothing.
+async fn unit_script(ctx: &ModuleContext, raw: VarMap, report_only: bool) -> Result<ModuleResult> {
+    let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+    let (a, state, name) = (c.args, c.state, c.name);
+    let scope = match a.scope {
+        None | Some(Scope::System) => "",
+        Some(Scope::User) => " --user",
+        Some(Scope::Global) => " --global",
+    };
+    let mut s = format!(
+        "sc() {{ systemctl{}{} \"$@\"; }}\ncheck={}\n",
+        scope,
+        if a.no_block.0 { " --no-block" } else { "" },
+        if report_only { "1" } else { "" }
+    );
+    s.push_str("act() { echo \"action=$*\"; [ -n \"$check\" ] && return 0; sc \"$@\" >&2 || { echo \"systemctl $* failed\" >&2; exit 95; }; }\n");
+    if a.daemon_reexec.0 && !report_only {
+        s.push_str("sc daemon-reexec >&2 || exit 96\n");
+    }
+    if a.daemon_reload.0 && !report_only {
+        s.push_str("sc daemon-reload >&2 || exit 96\n");
+    }
+    let Some(name) = name else {
+        let out = ctx.exec(s, None).await?;
+        if out.rc != 0 {
+            return Err(remote::remote_error(
+                "systemd_service: daemon-reload failed",
+                &out,
+            ));
+        }
+        return Ok(ModuleResult::changed(false));
+    };
+    let force = if a.force == Some(Flag(true)) {
+        " --force"
+    } else {
+        ""
+    };
+    s.push_str(&format!(
             "n={}\nshow() {{ sc show -p {} -- \"$n\"; }}\nprops=$(show) || {{ echo \"$props\"; exit 97; }}\nget() {{ printf '%s\\n' \"$props\" | sed -n \"s/^$1=//p\" | head -n 1; }}\nload=$(get LoadState); active=$(get ActiveState); ufs=$(get UnitFileState)\n",
             shell_quote(&name),
             PROPS
         ));
-        if let Some(Flag(m)) = a.masked {
-            if m {
-                s.push_str(&format!(
+    if let Some(Flag(m)) = a.masked {
+        if m {
+            s.push_str(&format!(
                     "if [ \"$ufs\" != masked ] && [ \"$ufs\" != masked-runtime ]; then act mask{} -- \"$n\"; ufs=masked; fi\n",
                     force
                 ));
-            } else {
-                s.push_str("if [ \"$ufs\" = masked ] || [ \"$ufs\" = masked-runtime ]; then act unmask -- \"$n\"; [ -z \"$check\" ] && props=$(show) && load=$(get LoadState) && ufs=$(get UnitFileState); fi\n");
-            }
+        } else {
+            s.push_str("if [ \"$ufs\" = masked ] || [ \"$ufs\" = masked-runtime ]; then act unmask -- \"$n\"; [ -z \"$check\" ] && props=$(show) && load=$(get LoadState) && ufs=$(get UnitFileState); fi\n");
         }
-        // A unit that is not there (and not merely masked) is an error, as in Ansible.
-        s.push_str("if [ \"$load\" = not-found ] && [ \"$ufs\" != masked ]; then echo \"Could not find the requested service $n\" >&2; exit 98; fi\n");
-        if let Some(Flag(e)) = a.enabled {
-            if e {
-                s.push_str(&format!(
+    }
+    // A unit that is not there (and not merely masked) is an error, as in Ansible.
+    s.push_str("if [ \"$load\" = not-found ] && [ \"$ufs\" != masked ]; then echo \"Could not find the requested service $n\" >&2; exit 98; fi\n");
+    if let Some(Flag(e)) = a.enabled {
+        if e {
+            s.push_str(&format!(
                     "if ! sc is-enabled --quiet -- \"$n\" 2>/dev/null; then act enable{} -- \"$n\"; fi\n",
                     force
                 ));
-            } else {
-                s.push_str("if sc is-enabled --quiet -- \"$n\" 2>/dev/null; then case \"$(sc is-enabled -- \"$n\" 2>/dev/null)\" in static|indirect|generated|transient|alias) ;; *) act disable -- \"$n\" ;; esac; fi\n");
-            }
+        } else {
+            s.push_str("if sc is-enabled --quiet -- \"$n\" 2>/dev/null; then case \"$(sc is-enabled -- \"$n\" 2>/dev/null)\" in static|indirect|generated|transient|alias) ;; *) act disable -- \"$n\" ;; esac; fi\n");
         }
-        match state {
+    }
+    match state {
             Some(RunState::Started) => s.push_str(
                 "case \"$active\" in active|activating|reloading) ;; *) act start -- \"$n\" ;; esac\n",
             ),
@@ -204,51 +238,46 @@ impl Module for SystemdService {
             ),
             None => {}
         }
-        s.push_str("echo '==kk-status=='\nshow\n");
-        let out = ctx.exec(s, None).await?;
-        if out.rc != 0 {
-            let what = match out.rc {
-                98 => format!(
-                    "systemd_service: could not find the requested service {}",
-                    name
-                ),
-                95 => format!("systemd_service: a systemctl command on {} failed", name),
-                96 => "systemd_service: daemon-reload failed".to_string(),
-                97 => format!("systemd_service: systemctl show {} failed", name),
-                _ => format!("systemd_service: cannot manage {}", name),
-            };
-            return Err(remote::remote_error(&what, &out).at_opt(ctx.span.as_ref()));
-        }
-        let text = out.stdout_text();
-        let (head, tail) = text.split_once("==kk-status==").unwrap_or((&text, ""));
-        let actions: Vec<String> = head
-            .lines()
-            .filter_map(|l| l.strip_prefix("action="))
-            .map(str::to_string)
-            .collect();
-        let status = parse_show(tail);
-        let mut res = ModuleResult::changed(!actions.is_empty());
-        res.data.insert("name".into(), name.clone().into());
-        if let Some(st) = state {
-            res.data.insert("state".into(), st.as_str().into());
-        }
-        if let Some(Flag(e)) = a.enabled {
-            res.data.insert("enabled".into(), e.into());
-        }
-        if let Some(Flag(m)) = a.masked {
-            res.data.insert("masked".into(), m.into());
-        }
-        res.data.insert(
-            "actions".into(),
-            Value::Array(actions.into_iter().map(Value::String).collect()),
-        );
-        res.data.insert("status".into(), Value::Object(status));
-        Ok(res)
+    s.push_str("echo '==kk-status=='\nshow\n");
+    let out = ctx.exec(s, None).await?;
+    if out.rc != 0 {
+        let what = match out.rc {
+            98 => format!(
+                "systemd_service: could not find the requested service {}",
+                name
+            ),
+            95 => format!("systemd_service: a systemctl command on {} failed", name),
+            96 => "systemd_service: daemon-reload failed".to_string(),
+            97 => format!("systemd_service: systemctl show {} failed", name),
+            _ => format!("systemd_service: cannot manage {}", name),
+        };
+        return Err(remote::remote_error(&what, &out).at_opt(ctx.span.as_ref()));
     }
-
-    fn validate(&self, args: &VarMap) -> Result<()> {
-        check(args.clone()).map(|_| ())
+    let text = out.stdout_text();
+    let (head, tail) = text.split_once("==kk-status==").unwrap_or((&text, ""));
+    let actions: Vec<String> = head
+        .lines()
+        .filter_map(|l| l.strip_prefix("action="))
+        .map(str::to_string)
+        .collect();
+    let status = parse_show(tail);
+    let mut res = ModuleResult::changed(!actions.is_empty());
+    res.data.insert("name".into(), name.clone().into());
+    if let Some(st) = state {
+        res.data.insert("state".into(), st.as_str().into());
     }
+    if let Some(Flag(e)) = a.enabled {
+        res.data.insert("enabled".into(), e.into());
+    }
+    if let Some(Flag(m)) = a.masked {
+        res.data.insert("masked".into(), m.into());
+    }
+    res.data.insert(
+        "actions".into(),
+        Value::Array(actions.into_iter().map(Value::String).collect()),
+    );
+    res.data.insert("status".into(), Value::Object(status));
+    Ok(res)
 }
 
 /// `Key=Value` lines of `systemctl show`, in their order.
