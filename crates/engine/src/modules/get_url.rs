@@ -15,8 +15,9 @@ use serde_json::Value;
 use super::args::{parse_with_file_attrs, FileAttrs, Flag, Int, Text};
 use super::lineinfile::attrs_of;
 use super::net::{self, ChecksumSpec, ChecksumValue, Request};
+use super::plan::{Plan, PlanApply};
 use super::remote::{self, add_stat_keys, base_name, parse_stats, qpath, stat_var_script};
-use super::{Module, ModuleContext, ModuleResult, VarMap};
+use super::{ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -205,12 +206,45 @@ fn url_file_name(url: &str) -> String {
 const SPLIT: &str = "#kk-split";
 
 #[async_trait]
-impl Module for GetUrl {
+impl PlanApply for GetUrl {
+    /// The arguments: apply runs the script for real.
+    type Work = VarMap;
+
+    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<VarMap>> {
+        let res = self.script(ctx, raw.clone(), true).await?;
+        Ok(if res.changed {
+            Plan::change(res, raw)
+        } else {
+            Plan::Done(res)
+        })
+    }
+
+    async fn apply(
+        &self,
+        ctx: &ModuleContext,
+        raw: VarMap,
+        _planned: ModuleResult,
+    ) -> Result<ModuleResult> {
+        self.script(ctx, raw, false).await
+    }
+
+    async fn at_once(&self, ctx: &ModuleContext, raw: &VarMap) -> Result<Option<ModuleResult>> {
+        self.script(ctx, raw.clone(), false).await.map(Some)
+    }
+
     fn validate(&self, args: &VarMap) -> Result<()> {
         check(args.clone()).map(|_| ())
     }
+}
 
-    async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
+impl GetUrl {
+    /// Runs the download script (one round trip): it decides and downloads; with `report_only` it decides and downloads nothing.
+    async fn script(
+        &self,
+        ctx: &ModuleContext,
+        raw: VarMap,
+        report_only: bool,
+    ) -> Result<ModuleResult> {
         let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
         let (url, dest, checksum, a) = (c.url, c.dest, c.checksum, c.args);
         let req = Request {
@@ -256,7 +290,7 @@ impl Module for GetUrl {
             shell_quote(&want),
             if sums_url.is_some() { "1" } else { "" },
             if a.force.0 { "1" } else { "" },
-            if ctx.check_mode { "1" } else { "" },
+            if report_only { "1" } else { "" },
             retries
         ));
         s.push_str(net::CURL_FN);
@@ -268,7 +302,7 @@ impl Module for GetUrl {
         s.push_str(")\nrc=$?\n[ \"$rc\" = 0 ] || exit \"$rc\"\n");
         s.push_str(&stat_var_script("dest", true));
         let run = ctx.exec(s, Some(stdin.into_bytes()));
-        let out = match (&ctx.progress, ctx.check_mode) {
+        let out = match (&ctx.progress, report_only) {
             (Some(show), false) => {
                 // While curl runs, a second channel on the same connection reports how much
                 // of the temp file has arrived, once a second.
@@ -389,7 +423,7 @@ impl Module for GetUrl {
         // An existing file keeps its content; its attributes may still need setting.
         if !changed && st.exists && attrs.differ(&st)? {
             changed = true;
-            if !ctx.check_mode {
+            if !report_only {
                 let st2 = remote::set_attrs(ctx, &final_dest, &attrs, false).await?;
                 add_stat_keys(&mut res, &st2);
             }

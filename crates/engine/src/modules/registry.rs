@@ -129,8 +129,11 @@ pub static REGISTRY: &[Entry] = &[
         FreeForm::Text,
     ),
     module("gen_cert", &gen_cert::GenCert),
-    with_aliases(module("get_url", &get_url::GetUrl), &["http_get_file"]),
-    module("unarchive", &unarchive::Unarchive),
+    with_aliases(
+        module("get_url", &Planned(get_url::GetUrl)),
+        &["http_get_file"],
+    ),
+    module("unarchive", &Planned(unarchive::Unarchive)),
     with_aliases(
         module("systemd_service", &Planned(systemd_service::SystemdService)),
         &["systemd", "service"],
