@@ -412,19 +412,31 @@ pub trait Module: Send + Sync {
 /// The struct should use `#[serde(deny_unknown_fields)]`; the error then names the
 /// unknown field, and we add the list of valid ones.
 pub fn parse_args<T: DeserializeOwned>(module: &str, args: VarMap, valid: &[&str]) -> Result<T> {
-    serde_json::from_value(Value::Object(args)).map_err(|e| {
-        let msg = e.to_string();
-        let mut err = Error::new(ErrorKind::ModuleArgs, format!("{}: {}", module, msg));
+    serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
+        let path = e.path().to_string();
+        let msg = e.into_inner().to_string();
         if msg.starts_with("unknown field") {
-            err = err.with_code("kk::module::unknown_argument");
+            let mut err = Error::new(ErrorKind::ModuleArgs, format!("{}: {}", module, msg))
+                .with_code("kk::module::unknown_argument");
+            if !valid.is_empty() {
+                err = err.help(format!(
+                    "valid arguments of `{}` are: {}",
+                    module,
+                    valid.join(", ")
+                ));
+            }
+            return err;
         }
-        if !valid.is_empty() {
-            err = err.help(format!(
-                "valid arguments of `{}` are: {}",
-                module,
-                valid.join(", ")
-            ));
+        // A bad value: name the argument it is in, unless the message does already.
+        match path.as_str() {
+            "." | "" => Error::new(ErrorKind::ModuleArgs, format!("{}: {}", module, msg)),
+            p if msg.contains(&format!("`{p}`")) => {
+                Error::new(ErrorKind::ModuleArgs, format!("{}: {}", module, msg))
+            }
+            _ => Error::new(
+                ErrorKind::ModuleArgs,
+                format!("{}: `{}`: {}", module, path, msg),
+            ),
         }
-        err
     })
 }
