@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use kk_engine::connect::local::LocalConnection;
 use kk_engine::connect::{Connection, ExecRequest};
-use kk_engine::modules::setup::facts::{parse, SCRIPT};
+use kk_engine::facts::{parse, SCRIPT};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

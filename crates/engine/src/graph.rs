@@ -69,12 +69,9 @@ impl<K: Clone + Eq + Hash> DepGraph<K> {
         Ok(())
     }
 
-    /// Whether `key` is in the graph.
-    pub fn contains(&self, key: &K) -> bool {
-        self.index.contains_key(key)
-    }
-
-    /// Every key, each after everything it needs (dependencies first).
+    /// Every key, each after everything it needs (dependencies first); the tests check
+    /// with it that a refused edge leaves the graph acyclic.
+    #[cfg(test)]
     pub fn order(&self) -> Vec<K> {
         // add_edge keeps the graph acyclic, so toposort cannot fail.
         let mut order: Vec<K> = petgraph::algo::toposort(&self.graph, None)
@@ -118,6 +115,5 @@ mod tests {
         let pos = |k| order.iter().position(|x| *x == k).unwrap();
         assert!(pos("base") < pos("l") && pos("base") < pos("r"));
         assert!(pos("l") < pos("top") && pos("r") < pos("top"));
-        assert!(g.contains(&"base") && !g.contains(&"other"));
     }
 }

@@ -3,19 +3,22 @@
 //!
 //! The binary (`kk`) is a thin layer over [`exec::run_playbook`].
 
-pub mod ansible;
+pub(crate) mod ansible;
 pub mod connect;
-pub mod duration;
+pub(crate) mod duration;
 pub mod error;
 pub mod exec;
 pub mod files;
-pub mod graph;
+pub(crate) mod graph;
 pub mod inventory;
-pub mod modules;
-pub mod project;
+pub(crate) mod modules;
+pub(crate) mod project;
 pub mod report;
-pub mod template;
+pub(crate) mod template;
 pub mod vars;
 pub mod yaml;
 
 pub use error::{Error, ErrorKind, Result};
+/// The facts script and its parser, for the `facts` example (gathering time, and a dump to
+/// compare with `ansible -m setup`).
+pub use modules::setup::facts;

@@ -11,30 +11,10 @@ use super::VarMap;
 /// Ansible's lenient booleans, shared with the layers below modules.
 pub use crate::ansible::to_bool;
 
-/// Serde default for boolean arguments that are on unless turned off
-/// (`#[serde(default = "args::yes")]`).
-pub fn yes() -> bool {
-    true
-}
-
 /// A boolean given as `true`, `yes`, `"on"`, `1` …
 pub fn bool_like<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     let v = Value::deserialize(d)?;
     to_bool(&v).ok_or_else(|| {
-        D::Error::custom(format!(
-            "expected a boolean (true/false/yes/no), found {}",
-            v
-        ))
-    })
-}
-
-/// An optional boolean, lenient as [`bool_like`].
-pub fn opt_bool_like<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    let v = Value::deserialize(d)?;
-    if v.is_null() {
-        return Ok(None);
-    }
-    to_bool(&v).map(Some).ok_or_else(|| {
         D::Error::custom(format!(
             "expected a boolean (true/false/yes/no), found {}",
             v
@@ -276,6 +256,9 @@ macro_rules! closed_set {
 /// (serde's `flatten` cannot be combined with `deny_unknown_fields`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+// unsafe_writes, the SELinux fields and attributes are accepted (Ansible users write them)
+// but not applied: read by nothing.
+#[allow(dead_code)]
 pub struct FileAttrs {
     /// `mode`.
     #[serde(default)]

@@ -51,8 +51,7 @@ pub mod validate;
 pub mod wait_for;
 
 pub use registry::{
-    all_names, canonical_name, find, is_command_line, is_free_form, lookup, runs_once,
-    structural_names, Action, Entry, FreeForm, FACTS_MODULE, REGISTRY,
+    all_names, canonical_name, find, is_command_line, is_free_form, lookup, runs_once, FACTS_MODULE,
 };
 
 /// A map of variables or results.

@@ -203,14 +203,6 @@ pub fn all_names() -> impl Iterator<Item = &'static str> {
         .flat_map(|e| std::iter::once(e.name).chain(e.aliases.iter().copied()))
 }
 
-/// The names of the task-structure entries (`block`, `include_tasks` …).
-pub fn structural_names() -> impl Iterator<Item = &'static str> {
-    REGISTRY
-        .iter()
-        .filter(|e| matches!(e.action, Action::Structural))
-        .map(|e| e.name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,8 +23,6 @@ pub use load::{load_playbook, Loader};
 pub struct Playbook {
     /// The plays in order.
     pub plays: Vec<Play>,
-    /// The playbook file.
-    pub path: PathBuf,
 }
 
 /// How hosts progress through a play's tasks.

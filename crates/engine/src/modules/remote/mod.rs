@@ -20,14 +20,14 @@ pub mod stat;
 mod tests;
 pub mod write;
 
-pub use attrs::{apply_mode, normalize_mode, Attrs};
+pub use attrs::{apply_mode, Attrs};
+#[cfg(test)]
+pub use stat::stat_path;
 pub use stat::{
-    add_stat_keys, parse_stats, stat_path, stat_paths, stat_script_mixed, stat_var_script,
-    Checksum, FileKind, RemoteStat, StatOptions,
+    add_stat_keys, parse_stats, stat_paths, stat_script_mixed, stat_var_script, Checksum, FileKind,
+    RemoteStat, StatOptions,
 };
-pub use write::{
-    file_diff, set_attrs, write_file, write_outcome, write_script, WriteOptions, WriteOutcome,
-};
+pub use write::{file_diff, set_attrs, write_file, write_outcome, write_script, WriteOptions};
 
 /// sha256 of bytes, hex, as `sha256sum` prints it.
 pub fn sha256_hex(data: &[u8]) -> String {

@@ -1,5 +1,6 @@
 //! Unit tests of the shared file helpers: modes, paths, stat and write scripts.
 
+use super::attrs::normalize_mode;
 use super::testutil::*;
 use super::*;
 

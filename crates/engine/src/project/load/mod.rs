@@ -47,10 +47,7 @@ pub fn load_playbook(path: &Path, roles_path: Vec<PathBuf>) -> Result<Playbook> 
     };
     let mut stack = Vec::new();
     let plays = loader.load_plays(path, &mut stack, None)?;
-    Ok(Playbook {
-        plays,
-        path: path.to_path_buf(),
-    })
+    Ok(Playbook { plays })
 }
 
 fn canonical(path: &Path) -> PathBuf {

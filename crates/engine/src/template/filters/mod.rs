@@ -23,9 +23,7 @@ use serde_json::Value as J;
 use crate::template::pydump;
 
 pub(crate) use paths::expand_user;
-pub use paths::shell_quote;
 pub(crate) use regexes::py_regex;
-pub use types::to_bool;
 
 mod collections;
 mod encoding;

@@ -10,7 +10,7 @@ mod tests;
 mod yaml;
 
 pub use json::{dump_json, JsonOptions};
-pub use yaml::{dump_yaml, plain_is_str, YamlOptions};
+pub use yaml::{dump_yaml, YamlOptions};
 
 /// A float as Python's `repr` writes it (`1.0`, `1e+16`, `1.5e-07`, `inf`, `nan`).
 pub fn py_float_repr(f: f64) -> String {
