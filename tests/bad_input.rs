@@ -1,7 +1,7 @@
 //! Bad input gets a clear error — file, line and column, what was expected, how to
 //! fix it — and an exit code, never a panic. One row per kind of mistake.
 
-mod common;
+use crate::common;
 
 use common::{Project, LOCAL_INVENTORY};
 

@@ -5,7 +5,7 @@
 //! Every playbook run here is the real `kk` binary on the local connection, against the
 //! repository's own `roles/` (linked into a scratch project).
 
-mod common;
+use crate::common;
 
 use common::artifacts::{is_sha256, load_yaml, repo, version_matrices};
 use common::{Project, Run};

@@ -2,7 +2,7 @@
 //! `hook/post_install.yaml`, run by the real `kk` binary. Certificates are checked with the
 //! real `openssl` CLI; the hooks run over SSH on real test hosts (the `testbed` crate).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The built-in commands: they run the playbooks compiled into `kk`, from any directory,
 //! and `kk create config|inventory` write the bundled starting files.
 
-mod common;
+use crate::common;
 
 use common::Project;
 use testbed::TestBed;

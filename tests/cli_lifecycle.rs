@@ -5,7 +5,7 @@
 //! alone when the run fails. The inventory editor itself is unit-tested
 //! (src/inventory_edit_tests.rs); the successful runs are in the end-to-end tests.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -12,7 +12,7 @@
 //! controls (a free kube-vip address in the subnet, upstream's `kube-vip` spelling, an
 //! inventory without workers) run the precheck playbook, which never writes.
 
-mod common;
+use crate::common;
 
 use common::cluster::{listing, results};
 use common::{sh, Project, Run};

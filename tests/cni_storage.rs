@@ -25,7 +25,7 @@
 //! `download_plans_the_addon_charts` (controller only): role download's plan for the
 //! optional add-ons and for repository/URL add-on charts.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

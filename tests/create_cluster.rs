@@ -25,7 +25,7 @@
 //! on their overlay root; see tests/cri.rs). No NFS host: this machine's kernel has no NFS
 //! server (tests/native_install.rs shows it).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

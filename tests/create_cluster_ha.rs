@@ -16,7 +16,7 @@
 //! Debian's etcd is 3.5.16 and kk's minimum for v1.34 is 3.5.24 (`cluster_require.etcd_min_versions`):
 //! the config lowers that minimum, the knob a user with such an etcd would turn.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -23,7 +23,7 @@
 //!   cannot apply `ctr run`'s default CPU shares (cpu.weight does not exist), so the test
 //!   shows that exact failure and runs the container with `--cpu-shares 0`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

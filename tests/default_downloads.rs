@@ -13,7 +13,7 @@
 //! manifest has no digest for that version; any other error or unpinned artifact fails the
 //! test, and every per-architecture artifact must carry the manifest's own digest.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

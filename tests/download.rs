@@ -10,7 +10,7 @@
 //! (shell scripts printing "FAKE …"), which is all a download test needs.
 //! The test writes its own artifact manifest with the real sha256 of every file.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! `download.images.cluster: false` keeps the cluster's own images (tests/image_list.rs)
 //! out of the export: only the listed image is pulled.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

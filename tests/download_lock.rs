@@ -12,7 +12,7 @@
 //! Unpinned here: the calico chart (one file for every architecture) and calicoctl (amd64);
 //! the test's manifest lists no digest for their version.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -18,7 +18,7 @@
 //! Not run for real: `etcd.traffic_priority` (`tc` prio qdisc): this machine's kernel has no
 //! sch_prio ("Specified qdisc kind is unknown"), so the rules are only planned (--check).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //!   Kubernetes versions' schemas, `haproxy -c`, `systemd-analyze verify` — each shown to
 //!   reject a bad input too.
 
-mod common;
+use crate::common;
 
 use common::fakes::{calls, cluster_state, fake_chart, install_kube, journal, push};
 use common::validate::{

@@ -1,7 +1,7 @@
 //! The `image` module against a real registry (Debian's `docker-registry`, started by
 //! the test on loopback) and real OCI image layouts the test builds.
 
-mod common;
+use crate::common;
 
 use common::registry::{layout, registry, registry_with_auth, registry_with_tls};
 use common::Project;

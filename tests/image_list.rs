@@ -28,7 +28,7 @@
 //!   registries kk's chart values set.
 //! - multus: cni.multus.image.tag of the matrix (v4.2.4), as upstream's default.
 
-mod common;
+use crate::common;
 
 use common::artifacts::kk_json;
 use common::images::{calico, control_plane, localpv};

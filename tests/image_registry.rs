@@ -24,7 +24,7 @@
 //! (their units enabled, the VIP held); uninstall/cri on the Kubernetes host whose runtime is
 //! docker + cri-dockerd (with /run and the netfilter rules). A second run changes nothing.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -12,7 +12,7 @@
 //! against kubeadm's API, and the CoreDNS/NodeLocalDNS manifests against the Kubernetes
 //! schema with kubernetes-validate.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -21,7 +21,7 @@
 //! `init phase control-plane apiserver`, kube-apiserver's port) is beyond the fakes: only its
 //! --check and no-op paths run here.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -32,7 +32,7 @@
 //! run an API server): kubeadm, kubelet, kubectl, helm, calicoctl and the charts; a plain
 //! listener on kk-cp1's port 6443 stands in for kube-apiserver where kk waits for it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! exit 4 with the task's file:line:col before any task runs, on any host. The same
 //! mistake coming from a template is only known when the task runs, and fails it there.
 
-mod common;
+use crate::common;
 
 use common::{Project, LOCAL_INVENTORY};
 

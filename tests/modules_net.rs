@@ -3,7 +3,7 @@
 //! `testbed` crate), downloading from a real HTTP server on the bed's bridge, and
 //! installing real etcd (Debian's `etcd-server` binary) as a systemd service.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

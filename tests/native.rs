@@ -7,7 +7,7 @@
 //! so the config leaves them alone (`native.sysctl_skip`) and the test checks that this
 //! machine's values did not move. Time sync is off (chrony could step the shared clock).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

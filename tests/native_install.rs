@@ -13,7 +13,7 @@
 //!
 //! Kernel-global sysctls are left alone and time sync is off, as in tests/native.rs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

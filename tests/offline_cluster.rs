@@ -23,7 +23,7 @@
 //! left alone and time sync off (the hosts share this machine's kernel and clock),
 //! containerd's data root on tmpfs.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

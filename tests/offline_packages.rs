@@ -15,7 +15,7 @@
 //! The controller does reach Debian's mirrors: the repository's apt state (lists, .debs) is
 //! kept in target/kk-offline-apt (repository.apt_dir), so a re-run downloads nothing.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

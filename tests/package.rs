@@ -1,7 +1,7 @@
 //! `package`/`apt` on a real Debian test host, from a local apt repository the test
 //! builds (a real .deb made with dpkg-deb) and puts on the host as a `file:` source.
 
-mod common;
+use crate::common;
 
 use common::Project;
 use testbed::TestBed;

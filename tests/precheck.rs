@@ -3,7 +3,7 @@
 //! the host it concerns, with a message naming the host, the value found, the value
 //! expected and the variable to change. One test bed, many inventories and configs.
 
-mod common;
+use crate::common;
 
 use common::{Project, Run};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! roles, run_once, failures. The executor's behaviour (strategies, check mode, output,
 //! interrupts, batching) is in run_local_executor.rs.
 
-mod common;
+use crate::common;
 
 use common::{Project, LOCAL_INVENTORY};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! changes at run time, become/environment/timeout, unreachable hosts, interrupts, batched
 //! loops. The language itself is in run_local.rs.
 
-mod common;
+use crate::common;
 
 use common::{Project, LOCAL_INVENTORY};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! kk over SSH against real hosts: Debian 12 with systemd and sshd, each in its own
 //! network namespace (the `testbed` crate). Nothing here is mocked.
 
-mod common;
+use crate::common;
 
 use common::Project;
 use serde_json::json;

@@ -4,7 +4,7 @@
 //! have set (kubernetes_installed_version, etcd_installed_version, summary_cri_version).
 //! No test hosts: the nodes are never contacted.
 
-mod common;
+use crate::common;
 
 use common::Project;
 

@@ -7,7 +7,7 @@
 //! the host's own, which must stay. `--check` changes nothing; the run removes exactly kk's
 //! leftovers; a second run changes nothing.
 
-mod common;
+use crate::common;
 
 use common::{sh, Project};
 use testbed::TestBed;
