@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::args::{parse_with_file_attrs, FileAttrs, Flag, Int, Text};
 use super::lineinfile::attrs_of;
 use super::net::{self, ChecksumSpec, ChecksumValue, Request};
-use super::plan::{Plan, PlanApply};
+use super::plan::OneScript;
 use super::remote::{self, add_stat_keys, base_name, parse_stats, qpath, stat_var_script};
 use super::{ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
@@ -206,38 +206,11 @@ fn url_file_name(url: &str) -> String {
 const SPLIT: &str = "#kk-split";
 
 #[async_trait]
-impl PlanApply for GetUrl {
-    /// The arguments: apply runs the script for real.
-    type Work = VarMap;
-
-    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<VarMap>> {
-        let res = self.script(ctx, raw.clone(), true).await?;
-        Ok(if res.changed {
-            Plan::change(res, raw)
-        } else {
-            Plan::Done(res)
-        })
-    }
-
-    async fn apply(
-        &self,
-        ctx: &ModuleContext,
-        raw: VarMap,
-        _planned: ModuleResult,
-    ) -> Result<ModuleResult> {
-        self.script(ctx, raw, false).await
-    }
-
-    async fn at_once(&self, ctx: &ModuleContext, raw: &VarMap) -> Result<Option<ModuleResult>> {
-        self.script(ctx, raw.clone(), false).await.map(Some)
-    }
-
+impl OneScript for GetUrl {
     fn validate(&self, args: &VarMap) -> Result<()> {
         check(args.clone()).map(|_| ())
     }
-}
 
-impl GetUrl {
     /// Runs the download script (one round trip): it decides and downloads; with `report_only` it decides and downloads nothing.
     async fn script(
         &self,

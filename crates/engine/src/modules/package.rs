@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::args::{Flag, Int, List, Text};
-use super::plan::{Plan, PlanApply};
+use super::plan::OneScript;
 use super::{parse_args, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
@@ -149,42 +149,14 @@ fn unsupported(module: &str, manager: &str) -> Error {
     .help("kk manages packages with apt, dnf or yum")
 }
 
-/// One script finds what is missing (or present, or upgradable) and acts: run for real it
-/// is [`PlanApply::at_once`] (one round trip, as always); in check mode the same script
-/// stops after finding (the plan).
+/// One script finds what is missing (or present, or upgradable) and acts, in one round
+/// trip; in check mode the same script stops after finding (the plan).
 #[async_trait]
-impl PlanApply for Package {
-    /// The arguments: apply runs the script for real.
-    type Work = VarMap;
-
-    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<VarMap>> {
-        let res = self.script(ctx, raw.clone(), true).await?;
-        Ok(if res.changed {
-            Plan::change(res, raw)
-        } else {
-            Plan::Done(res)
-        })
-    }
-
-    async fn apply(
-        &self,
-        ctx: &ModuleContext,
-        raw: VarMap,
-        _planned: ModuleResult,
-    ) -> Result<ModuleResult> {
-        self.script(ctx, raw, false).await
-    }
-
-    async fn at_once(&self, ctx: &ModuleContext, raw: &VarMap) -> Result<Option<ModuleResult>> {
-        self.script(ctx, raw.clone(), false).await.map(Some)
-    }
-
+impl OneScript for Package {
     fn validate(&self, args: &VarMap) -> Result<()> {
         check(self.forced.unwrap_or("package"), args.clone()).map(|_| ())
     }
-}
 
-impl Package {
     /// Runs the package script; with `report_only`, it finds and changes nothing.
     async fn script(
         &self,

@@ -93,3 +93,59 @@ impl<P: PlanApply> Module for Planned<P> {
         self.0.validate(args)
     }
 }
+
+/// A module whose look and write are one script on the host (package, systemd_service,
+/// get_url, unarchive): run for real, the script decides and acts in one round trip; in
+/// check mode the same script, told to report only, is the plan. [`Scripted`] makes it a
+/// [`PlanApply`], so the check-mode decision stays with [`Planned`] like everywhere else.
+#[async_trait]
+pub trait OneScript: Send + Sync {
+    /// Runs the module's script; with `report_only` it decides and changes nothing.
+    async fn script(
+        &self,
+        ctx: &ModuleContext,
+        args: VarMap,
+        report_only: bool,
+    ) -> Result<ModuleResult>;
+
+    /// Checks literal arguments at load time (see [`Module::validate`]).
+    fn validate(&self, _args: &VarMap) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The [`PlanApply`] of a [`OneScript`] module: `at_once` is the script run for real,
+/// plan the report-only run; apply (never reached while `at_once` answers) runs it for real.
+pub struct Scripted<S>(pub S);
+
+#[async_trait]
+impl<S: OneScript> PlanApply for Scripted<S> {
+    /// The arguments: apply runs the script for real.
+    type Work = VarMap;
+
+    async fn plan(&self, ctx: &ModuleContext, args: VarMap) -> Result<Plan<VarMap>> {
+        let res = self.0.script(ctx, args.clone(), true).await?;
+        Ok(if res.changed {
+            Plan::change(res, args)
+        } else {
+            Plan::Done(res)
+        })
+    }
+
+    async fn apply(
+        &self,
+        ctx: &ModuleContext,
+        args: VarMap,
+        _planned: ModuleResult,
+    ) -> Result<ModuleResult> {
+        self.0.script(ctx, args, false).await
+    }
+
+    async fn at_once(&self, ctx: &ModuleContext, args: &VarMap) -> Result<Option<ModuleResult>> {
+        self.0.script(ctx, args.clone(), false).await.map(Some)
+    }
+
+    fn validate(&self, args: &VarMap) -> Result<()> {
+        self.0.validate(args)
+    }
+}

@@ -4,7 +4,7 @@
 //! walks itself. Lookups, "did you mean" candidates and the loader's checks are all
 //! derived from [`REGISTRY`], so a module is added in one place.
 
-use super::plan::Planned;
+use super::plan::{Planned, Scripted};
 use super::{
     assert, blockinfile, command, copy, debug, fail, fetch, file, gen_cert, get_url, image,
     include_vars, inventory, lineinfile, package, pause, script, set_fact, setup, stat,
@@ -108,11 +108,11 @@ pub static REGISTRY: &[Entry] = &[
     module("assert", &assert::Assert),
     module("fail", &fail::Fail),
     module("pause", &pause::Pause),
-    module("package", &Planned(package::PACKAGE)),
+    module("package", &Planned(Scripted(package::PACKAGE))),
     module("image", &image::Image),
-    module("apt", &Planned(package::APT)),
-    module("dnf", &Planned(package::DNF)),
-    module("yum", &Planned(package::YUM)),
+    module("apt", &Planned(Scripted(package::APT))),
+    module("dnf", &Planned(Scripted(package::DNF))),
+    module("yum", &Planned(Scripted(package::YUM))),
     module(FACTS_MODULE, &setup::Setup),
     // Ansible's `gather_facts` action runs `setup`; kept as its own name.
     module("gather_facts", &setup::Setup),
@@ -130,12 +130,15 @@ pub static REGISTRY: &[Entry] = &[
     ),
     module("gen_cert", &gen_cert::GenCert),
     with_aliases(
-        module("get_url", &Planned(get_url::GetUrl)),
+        module("get_url", &Planned(Scripted(get_url::GetUrl))),
         &["http_get_file"],
     ),
-    module("unarchive", &Planned(unarchive::Unarchive)),
+    module("unarchive", &Planned(Scripted(unarchive::Unarchive))),
     with_aliases(
-        module("systemd_service", &Planned(systemd_service::SystemdService)),
+        module(
+            "systemd_service",
+            &Planned(Scripted(systemd_service::SystemdService)),
+        ),
         &["systemd", "service"],
     ),
     module("wait_for", &wait_for::WaitFor),

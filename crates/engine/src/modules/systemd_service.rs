@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::args::{Flag, Int, Text};
-use super::plan::{Plan, PlanApply};
+use super::plan::OneScript;
 use super::remote;
 use super::{parse_args, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
@@ -124,36 +124,20 @@ fn check(raw: VarMap) -> Result<Checked> {
     })
 }
 
-/// Manages systemd units. One script looks at the unit and acts where its state differs:
-/// run for real it is [`PlanApply::at_once`] (one round trip, as always); in check mode
-/// the same script only reports (`check=1`), which is the plan.
+/// Manages systemd units. One script ([`OneScript`]) looks at the unit and acts where its
+/// state differs, in one round trip; in check mode the same script only reports
+/// (`check=1`), which is the plan.
 pub struct SystemdService;
 
 #[async_trait]
-impl PlanApply for SystemdService {
-    /// The arguments: apply runs the script for real.
-    type Work = VarMap;
-
-    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<VarMap>> {
-        let res = unit_script(ctx, raw.clone(), true).await?;
-        Ok(if res.changed {
-            Plan::change(res, raw)
-        } else {
-            Plan::Done(res)
-        })
-    }
-
-    async fn apply(
+impl OneScript for SystemdService {
+    async fn script(
         &self,
         ctx: &ModuleContext,
         raw: VarMap,
-        _planned: ModuleResult,
+        report_only: bool,
     ) -> Result<ModuleResult> {
-        unit_script(ctx, raw, false).await
-    }
-
-    async fn at_once(&self, ctx: &ModuleContext, raw: &VarMap) -> Result<Option<ModuleResult>> {
-        unit_script(ctx, raw.clone(), false).await.map(Some)
+        unit_script(ctx, raw, report_only).await
     }
 
     fn validate(&self, args: &VarMap) -> Result<()> {

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::args::{parse_with_file_attrs, FileAttrs, Flag, List, Text};
 use super::lineinfile::attrs_of;
-use super::plan::{Plan, PlanApply};
+use super::plan::OneScript;
 use super::remote::{self, qpath};
 use super::{ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
@@ -177,38 +177,11 @@ fn detect(name: &str, head: Option<&[u8]>) -> Option<Format> {
 }
 
 #[async_trait]
-impl PlanApply for Unarchive {
-    /// The arguments: apply runs the script for real.
-    type Work = VarMap;
-
-    async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<VarMap>> {
-        let res = self.script(ctx, raw.clone(), true).await?;
-        Ok(if res.changed {
-            Plan::change(res, raw)
-        } else {
-            Plan::Done(res)
-        })
-    }
-
-    async fn apply(
-        &self,
-        ctx: &ModuleContext,
-        raw: VarMap,
-        _planned: ModuleResult,
-    ) -> Result<ModuleResult> {
-        self.script(ctx, raw, false).await
-    }
-
-    async fn at_once(&self, ctx: &ModuleContext, raw: &VarMap) -> Result<Option<ModuleResult>> {
-        self.script(ctx, raw.clone(), false).await.map(Some)
-    }
-
+impl OneScript for Unarchive {
     fn validate(&self, args: &VarMap) -> Result<()> {
         check(args.clone()).map(|_| ())
     }
-}
 
-impl Unarchive {
     /// Runs the unpack script (one round trip): unpack aside, compare, move what differs; with `report_only` nothing is moved.
     async fn script(
         &self,
@@ -426,7 +399,7 @@ cd / || true
 mod tests {
     use super::super::remote::testutil::*;
     use super::*;
-    use crate::modules::plan::Planned;
+    use crate::modules::plan::{Planned, Scripted};
     use crate::modules::Module;
     use std::process::Command;
 
@@ -475,21 +448,21 @@ mod tests {
         let parent_mtime = || std::fs::metadata(dir.path()).unwrap().modified().unwrap();
         let before = parent_mtime();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let r = Planned(Unarchive).run(&check, a()).await.unwrap();
+        let r = Planned(Scripted(Unarchive)).run(&check, a()).await.unwrap();
         assert!(r.changed, "{:?}", r);
         assert_eq!(parent_mtime(), before, "check mode wrote beside dest");
         assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 0);
-        let r = Planned(Unarchive).run(&c, a()).await.unwrap();
+        let r = Planned(Scripted(Unarchive)).run(&c, a()).await.unwrap();
         assert!(r.changed, "{:?}", r);
         assert_eq!(
             std::fs::read_to_string(dest.join("bin/tool")).unwrap(),
             "#!/bin/sh\necho hi\n"
         );
-        let r = Planned(Unarchive).run(&c, a()).await.unwrap();
+        let r = Planned(Scripted(Unarchive)).run(&c, a()).await.unwrap();
         assert!(!r.changed, "second run must not change: {:?}", r);
         // A changed file is put back, and only it.
         std::fs::write(dest.join("README"), "edited\n").unwrap();
-        let r = Planned(Unarchive).run(&c, a()).await.unwrap();
+        let r = Planned(Scripted(Unarchive)).run(&c, a()).await.unwrap();
         assert!(r.changed);
         assert_eq!(r.data["changed_files"], serde_json::json!(["README"]));
         assert_eq!(
@@ -512,7 +485,7 @@ mod tests {
                 "dest": dest.to_str().unwrap(),
             }))
         };
-        let r = Planned(Unarchive).run(&check, m()).await.unwrap();
+        let r = Planned(Scripted(Unarchive)).run(&check, m()).await.unwrap();
         assert!(
             r.changed
                 && r.msg
@@ -521,10 +494,10 @@ mod tests {
                     .contains("not on the controller yet"),
             "{r:?}"
         );
-        let err = Planned(Unarchive).run(&c, m()).await.unwrap_err();
+        let err = Planned(Scripted(Unarchive)).run(&c, m()).await.unwrap_err();
         assert!(err.message.contains("not-downloaded-yet.tgz"), "{err:?}");
         // A missing dest is an error that says so.
-        let err = Planned(Unarchive)
+        let err = Planned(Scripted(Unarchive))
             .run(
                 &c,
                 args(serde_json::json!({"src": "pkg.tar.gz", "dest": "/nonexistent/x"})),
@@ -556,7 +529,7 @@ mod tests {
         std::fs::create_dir_all(&dest).unwrap();
         let c = ctx(dir.path(), serde_json::json!({}));
         let d = dest.to_str().unwrap();
-        let r = Planned(Unarchive)
+        let r = Planned(Scripted(Unarchive))
             .run(
                 &c,
                 args(serde_json::json!({"src": "x.zip", "dest": d, "include": ["b.txt"]})),
@@ -566,7 +539,7 @@ mod tests {
         assert!(r.changed);
         assert_eq!(r.data["handler"], "ZipArchive");
         assert!(dest.join("b.txt").exists() && !dest.join("d").exists());
-        let r = Planned(Unarchive)
+        let r = Planned(Scripted(Unarchive))
             .run(
                 &c,
                 args(serde_json::json!({"src": "x.zip", "dest": d, "list_files": true})),
@@ -579,7 +552,7 @@ mod tests {
             serde_json::json!(["b.txt", "d", "d/a.txt"])
         );
         let creates = dest.join("b.txt");
-        let r = Planned(Unarchive)
+        let r = Planned(Scripted(Unarchive))
             .run(
                 &c,
                 args(serde_json::json!({"src": "x.zip", "dest": d, "creates": creates.to_str().unwrap()})),
