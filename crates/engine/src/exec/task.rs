@@ -236,7 +236,7 @@ impl Runner {
 
     #[allow(clippy::too_many_arguments)]
     fn apply(
-        &self,
+        self: &Arc<Self>,
         pc: &PlayCtx,
         t: &Task,
         inner: &Scope,
@@ -318,11 +318,8 @@ impl Runner {
                 self.set_runtime(&fact_target(h), v.clone());
             }
             if changed && !t.own.notify.is_empty() && o.status != Status::Failed {
-                self.with_state(h, |s| {
-                    for n in &t.own.notify {
-                        s.notified.insert(n.clone());
-                    }
-                });
+                let names = self.notify_names(pc, t, inner, h);
+                self.with_state(h, |s| s.notified.extend(names));
             }
         }
         for (h, vars) in &o.extras.host_vars {
@@ -376,6 +373,34 @@ impl Runner {
             result,
             display: if o.no_log { None } else { o.extras.display },
         });
+    }
+
+    /// `notify` as Ansible reads it: a keyword it templates, so each name is rendered with
+    /// the task's variables for the host (`notify: restart {{ service }}`). A name that
+    /// does not render is kept as written, with a warning (it then matches no handler).
+    fn notify_names(
+        self: &Arc<Self>,
+        pc: &PlayCtx,
+        t: &Task,
+        inner: &Scope,
+        host: &str,
+    ) -> Vec<String> {
+        if !t.own.notify.iter().any(|n| crate::template::is_template(n)) {
+            return t.own.notify.clone();
+        }
+        let hv = self.hostvars(pc.vars.clone());
+        let ctx = self.view(pc, inner, host, None, &hv).context();
+        t.own
+            .notify
+            .iter()
+            .map(|n| match self.templar.render_str(n, &ctx) {
+                Ok(v) => value_text(&v),
+                Err(e) => {
+                    self.warn(format!("notify `{}` on {}: {}", n, host, e.message));
+                    n.clone()
+                }
+            })
+            .collect()
     }
 
     pub(super) fn set_runtime(&self, host: &str, vars: VarMap) {
