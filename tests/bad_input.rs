@@ -140,6 +140,18 @@ const CASES: &[Case] = &[
         expect: &["retries expects an integer, found `many`", "site.yaml:8:16", "rendered to `many`"],
     },
     Case {
+        name: "loop_control pause not a number",
+        files: &[("site.yaml", "- hosts: all\n  tasks:\n    - debug: {msg: x}\n      loop: [1]\n      loop_control:\n        pause: soon\n")],
+        code: 4,
+        expect: &["loop_control.pause expects", "found `soon`", "site.yaml:6:16"],
+    },
+    Case {
+        name: "unknown loop_control option",
+        files: &[("site.yaml", "- hosts: all\n  tasks:\n    - debug: {msg: x}\n      loop: [1]\n      loop_control:\n        loop_vr: x\n")],
+        code: 4,
+        expect: &["`loop_vr` is not a loop_control option", "did you mean `loop_var`?", "site.yaml:6:18"],
+    },
+    Case {
         name: "duplicate key",
         files: &[("site.yaml", "- hosts: all\n  hosts: none\n")],
         code: 4,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::item::{item_error, Extras, ItemResult, Prepared};
-use super::task::{is_true, HostOutcome};
+use super::task::HostOutcome;
 use super::{PlayCtx, Runner, Scope};
 use crate::error::{Error, ErrorKind};
 use crate::project::{Task, TaskKind};
@@ -84,31 +84,33 @@ impl Runner {
         let (status, result, extras) = match items {
             None => self.run_item(pc, t, inner, host, &view).await,
             Some(items) => {
-                let lc = t
-                    .own
-                    .loop_control
-                    .as_ref()
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default();
-                let loop_var = lc
-                    .get("loop_var")
-                    .and_then(Value::as_str)
-                    .unwrap_or("item")
-                    .to_string();
-                let index_var = lc
-                    .get("index_var")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                let extended = lc.get("extended").map(is_true).unwrap_or(false);
-                let pause = lc.get("pause").and_then(Value::as_f64).unwrap_or(0.0);
+                // loop_control, resolved for this host before the first item (ansible-core
+                // post-validates it once per loop).
+                let lc = &t.own.loop_control;
+                let ctx = view.context();
+                let resolved = (|| -> crate::error::Result<_> {
+                    Ok((
+                        self.keyword(&lc.loop_var, &ctx)?
+                            .unwrap_or_else(|| "item".to_string()),
+                        self.keyword(&lc.index_var, &ctx)?,
+                        self.flag(&lc.extended, &ctx)?,
+                        self.keyword(&lc.pause, &ctx)?.map_or(0.0, |s| s.0),
+                        self.keyword(&lc.extended_allitems, &ctx)?.unwrap_or(true),
+                    ))
+                })();
+                let (loop_var, index_var, extended, pause, allitems) = match resolved {
+                    Ok(r) => r,
+                    Err(e) => return fail(outcome, e.at(&t.span)),
+                };
                 let n = items.len();
                 let loop_info_for = |i: usize| {
                     let mut l = json!({
                         "index": i + 1, "index0": i, "revindex": n - i, "revindex0": n - i - 1,
                         "first": i == 0, "last": i + 1 == n, "length": n,
-                        "allitems": items.clone(),
                     });
+                    if allitems {
+                        l["allitems"] = Value::Array(items.clone());
+                    }
                     if i > 0 {
                         l["previtem"] = items[i - 1].clone();
                     }

@@ -67,14 +67,13 @@ impl Runner {
                         }
                     },
                 };
-                let loop_var = t
-                    .own
-                    .loop_control
-                    .as_ref()
-                    .and_then(|lc| lc.get("loop_var"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("item")
-                    .to_string();
+                let loop_var = match self.keyword(&t.own.loop_control.loop_var, &ctx) {
+                    Ok(v) => v.unwrap_or_else(|| "item".to_string()),
+                    Err(e) => {
+                        self.include_failed(&pc, &t, h, e.at(&t.span));
+                        continue;
+                    }
+                };
                 let looped = t.own.loop_.is_some();
                 let mut item_results = Vec::new();
                 let mut host_failed = false;

@@ -59,11 +59,6 @@ impl HostOutcome {
     }
 }
 
-/// Ansible's boolean reading of a keyword's value.
-pub(super) fn is_true(v: &Value) -> bool {
-    crate::ansible::to_bool(v).unwrap_or(false)
-}
-
 impl Runner {
     /// A typed keyword's value for one host (`None`: not set, or set to `omit`).
     pub(super) fn keyword<T: KeywordValue>(

@@ -301,6 +301,79 @@ impl KeywordValue for Serial {
     }
 }
 
+/// `loop_control`, typed: ansible-core post-validates (templates, then checks) every field
+/// but `label` before the loop runs, so each is a [`Keyword`] resolved per host.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoopControl {
+    /// `loop_var` (default `item`).
+    pub loop_var: Option<Keyword<String>>,
+    /// `index_var`.
+    pub index_var: Option<Keyword<String>>,
+    /// `pause` between items, in seconds.
+    pub pause: Option<Keyword<Seconds>>,
+    /// `extended`: the `ansible_loop` variable.
+    pub extended: Option<Keyword<bool>>,
+    /// `extended_allitems`: `ansible_loop.allitems` with `extended` (default true).
+    pub extended_allitems: Option<Keyword<bool>>,
+    /// `label`: what the output shows for an item, templated per item.
+    pub label: Option<Value>,
+}
+
+impl LoopControl {
+    /// The options ansible-core knows, in its order.
+    const OPTIONS: &'static [&'static str] = &[
+        "loop_var",
+        "index_var",
+        "label",
+        "pause",
+        "extended",
+        "extended_allitems",
+        "break_when",
+    ];
+
+    /// Reads `loop_control` from its node: a mapping of known options, each checked as its
+    /// keyword would be (a load error at the option otherwise).
+    pub fn parse(node: &Node) -> Result<LoopControl> {
+        if node.is_null() {
+            return Ok(LoopControl::default());
+        }
+        if node.type_name() != "a mapping" {
+            return Err(node.expected("a mapping of loop_control options"));
+        }
+        let mut lc = LoopControl::default();
+        for (k, v) in node.entries() {
+            match k.as_str() {
+                "loop_var" => lc.loop_var = Some(Keyword::parse("loop_control.loop_var", v)?),
+                "index_var" => lc.index_var = Some(Keyword::parse("loop_control.index_var", v)?),
+                "pause" => lc.pause = Some(Keyword::parse("loop_control.pause", v)?),
+                "extended" => lc.extended = Some(Keyword::parse("loop_control.extended", v)?),
+                "extended_allitems" => {
+                    lc.extended_allitems =
+                        Some(Keyword::parse("loop_control.extended_allitems", v)?)
+                }
+                "label" => lc.label = Some(v.to_value()),
+                "break_when" => {
+                    return Err(Error::syntax(
+                        "loop_control.break_when is not supported by kk yet",
+                        &v.span,
+                    )
+                    .help("stop the loop with a `when` on the task, or split the list first"))
+                }
+                other => {
+                    let mut e =
+                        Error::syntax(format!("`{}` is not a loop_control option", other), &v.span);
+                    e = match crate::error::did_you_mean(other, Self::OPTIONS.iter().copied()) {
+                        Some(s) => e.help(format!("did you mean `{}`?", s)),
+                        None => e.help(format!("loop_control takes: {}", Self::OPTIONS.join(", "))),
+                    };
+                    return Err(e);
+                }
+            }
+        }
+        Ok(lc)
+    }
+}
+
 /// Rejects a template in a keyword Ansible uses as written (`register`, `listen`, the
 /// module name): ansible-core would not render it, so kk does not either.
 pub fn reject_template(keyword: &str, node: &Node) -> Result<()> {

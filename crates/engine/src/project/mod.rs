@@ -15,7 +15,9 @@ pub mod keyword;
 pub mod kv;
 pub mod load;
 
-pub use keyword::{BatchSize, BecomeMethod, Keyword, KeywordValue, Percent, Seconds, Serial};
+pub use keyword::{
+    BatchSize, BecomeMethod, Keyword, KeywordValue, LoopControl, Percent, Seconds, Serial,
+};
 pub use load::{load_playbook, Loader};
 
 /// A loaded playbook: its plays, imports already inlined.
@@ -202,8 +204,8 @@ pub struct TaskOwn {
     pub loop_: Option<Value>,
     /// Flatten one level, as `with_items` does.
     pub loop_flatten: bool,
-    /// `loop_control`.
-    pub loop_control: Option<Value>,
+    /// `loop_control`, typed.
+    pub loop_control: LoopControl,
     /// `register`.
     pub register: Option<String>,
     /// `changed_when`.

@@ -10,7 +10,7 @@ use super::{value_string, FileCtx, Loader};
 use crate::error::{did_you_mean, Error, Result, Span};
 use crate::modules;
 use crate::project::kv::{parse_kv, parse_kv_check_raw};
-use crate::project::{Inherited, Keyword, Task, TaskKind, TaskOwn};
+use crate::project::{Inherited, Keyword, LoopControl, Task, TaskKind, TaskOwn};
 use crate::vars::VarMap;
 use crate::yaml::{Node, Yaml};
 
@@ -188,7 +188,9 @@ impl Loader {
                 own.loop_flatten = flatten;
             }
         }
-        own.loop_control = node.get("loop_control").map(Node::to_value);
+        if let Some(lc) = node.get("loop_control") {
+            own.loop_control = LoopControl::parse(lc)?;
+        }
         own.changed_when = node.get("changed_when").map(Node::to_value);
         own.failed_when = node.get("failed_when").map(Node::to_value);
         own.until = node.get("until").map(Node::to_value);
