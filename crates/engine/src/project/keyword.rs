@@ -54,6 +54,8 @@ pub trait KeywordValue: Sized + Clone {
     const EXPECTED: &'static str;
     /// How to write a right value, for the error's help line.
     const HELP: &'static str;
+    /// A right value, shown in the help line (`retries: 3`).
+    const EXAMPLE: &'static str;
     /// Reads a value; `Err` carries what is wrong when more than "not a T" can be said.
     fn from_value(v: &Value) -> std::result::Result<Self, Option<String>>;
 }
@@ -82,17 +84,8 @@ fn mismatch<T: KeywordValue>(keyword: &str, v: &Value, why: Option<String>) -> (
     };
     (
         format!("{} expects {}, found `{}`", keyword, expected, shown(v)),
-        format!("{}, e.g. `{}: {}`", T::HELP, keyword, example::<T>()),
+        format!("{}, e.g. `{}: {}`", T::HELP, keyword, T::EXAMPLE),
     )
-}
-
-fn example<T: KeywordValue>() -> &'static str {
-    match T::EXPECTED {
-        e if e.contains("boolean") => "true",
-        e if e.contains("strategy") => "linear",
-        e if e.contains("name") || e.contains("string") => "root",
-        _ => "3",
-    }
 }
 
 impl<T: KeywordValue> Keyword<T> {
@@ -192,6 +185,7 @@ fn number(v: &Value, percent: bool) -> std::result::Result<f64, Option<String>> 
 impl KeywordValue for bool {
     const EXPECTED: &'static str = "a boolean";
     const HELP: &'static str = "write true or false (yes/no, on/off and 1/0 work too)";
+    const EXAMPLE: &'static str = "true";
     fn from_value(v: &Value) -> std::result::Result<bool, Option<String>> {
         match v {
             Value::Array(_) | Value::Object(_) => Err(None),
@@ -203,6 +197,7 @@ impl KeywordValue for bool {
 impl KeywordValue for u64 {
     const EXPECTED: &'static str = "an integer";
     const HELP: &'static str = "write a whole number, 0 or more";
+    const EXAMPLE: &'static str = "3";
     fn from_value(v: &Value) -> std::result::Result<u64, Option<String>> {
         count(v)
     }
@@ -215,6 +210,7 @@ pub struct Seconds(pub f64);
 impl KeywordValue for Seconds {
     const EXPECTED: &'static str = "a number of seconds";
     const HELP: &'static str = "write a number of seconds, 0 or more";
+    const EXAMPLE: &'static str = "3";
     fn from_value(v: &Value) -> std::result::Result<Seconds, Option<String>> {
         number(v, false).map(Seconds)
     }
@@ -227,6 +223,7 @@ pub struct Percent(pub f64);
 impl KeywordValue for Percent {
     const EXPECTED: &'static str = "a percentage";
     const HELP: &'static str = "write a number from 0 to 100";
+    const EXAMPLE: &'static str = "3";
     fn from_value(v: &Value) -> std::result::Result<Percent, Option<String>> {
         number(v, true).map(Percent)
     }
@@ -236,6 +233,7 @@ impl KeywordValue for Percent {
 impl KeywordValue for String {
     const EXPECTED: &'static str = "a string";
     const HELP: &'static str = "write a name";
+    const EXAMPLE: &'static str = "root";
     fn from_value(v: &Value) -> std::result::Result<String, Option<String>> {
         match v {
             Value::String(s) => Ok(s.clone()),
@@ -253,6 +251,7 @@ pub struct BecomeMethod;
 impl KeywordValue for BecomeMethod {
     const EXPECTED: &'static str = "`sudo` (the become method kk supports)";
     const HELP: &'static str = "use sudo";
+    const EXAMPLE: &'static str = "sudo";
     fn from_value(v: &Value) -> std::result::Result<BecomeMethod, Option<String>> {
         match v.as_str().map(str::trim) {
             Some("sudo") => Ok(BecomeMethod),
@@ -264,6 +263,7 @@ impl KeywordValue for BecomeMethod {
 impl KeywordValue for Strategy {
     const EXPECTED: &'static str = "a strategy (`linear` or `free`)";
     const HELP: &'static str = "use linear (the default) or free";
+    const EXAMPLE: &'static str = "linear";
     fn from_value(v: &Value) -> std::result::Result<Strategy, Option<String>> {
         match v.as_str().map(str::trim) {
             Some("linear") => Ok(Strategy::Linear),
@@ -289,6 +289,7 @@ pub struct Serial(pub Vec<BatchSize>);
 impl KeywordValue for Serial {
     const EXPECTED: &'static str = "a number of hosts, a percentage (\"30%\") or a list of them";
     const HELP: &'static str = "write a number of hosts or a percentage";
+    const EXAMPLE: &'static str = "3";
     fn from_value(v: &Value) -> std::result::Result<Serial, Option<String>> {
         let one = |v: &Value| match v {
             Value::String(s) if s.trim().ends_with('%') => number(v, true).map(BatchSize::Percent),
