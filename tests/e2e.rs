@@ -5,7 +5,9 @@
 
 mod common;
 
+mod bad_files;
 mod bad_input;
+mod bad_playbooks;
 mod builtin_defaults;
 mod certs_hooks;
 mod cli_builtin;
@@ -21,9 +23,11 @@ mod download_images;
 mod download_lock;
 mod etcd;
 mod fakes;
+mod fuzz;
 mod image;
 mod image_list;
 mod image_registry;
+mod interrupted;
 mod kubernetes_init;
 mod kubernetes_pre;
 mod lifecycle;

@@ -80,6 +80,54 @@ impl Project {
         }
     }
 
+    /// Runs `kk` as [`Project::kk`] does, but bounded as hostile-input tests need: its
+    /// address space is capped at `mem_mib` MiB (`prlimit --as`), so a runaway allocation
+    /// fails instead of taking the machine, and a run still going after `secs` seconds is
+    /// killed and reported as a hang (the test fails, naming the arguments).
+    pub fn kk_bounded(&self, args: &[&str], secs: u64, mem_mib: u64) -> Run {
+        let mut child = Command::new("prlimit")
+            .arg(format!("--as={}", mem_mib * 1024 * 1024))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_kk"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run kk under prlimit");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        // Drain the pipes on threads so a chatty kk cannot block on a full pipe.
+        let mut out = child.stdout.take().expect("stdout");
+        let mut err = child.stderr.take().expect("stderr");
+        let read_out = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut out, &mut v);
+            v
+        });
+        let read_err = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut err, &mut v);
+            v
+        });
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for kk") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("kk {:?} hung: still running after {} s", args, secs);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        Run {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&read_out.join().unwrap_or_default()).into_owned(),
+            stderr: String::from_utf8_lossy(&read_err.join().unwrap_or_default()).into_owned(),
+        }
+    }
+
     /// `kk run site.yaml -i inventory.yaml --output json` plus extra arguments.
     pub fn run_json(&self, extra: &[&str]) -> Run {
         let mut args = vec![
