@@ -5,10 +5,13 @@
 
 pub(crate) mod ansible;
 pub mod connect;
+pub(crate) mod depth;
 pub(crate) mod duration;
 pub mod error;
 pub mod exec;
 pub mod files;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod graph;
 pub mod inventory;
 pub(crate) mod modules;

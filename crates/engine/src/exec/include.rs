@@ -2,6 +2,7 @@
 //! role named), then the included tasks run for each group of hosts that included the
 //! same thing.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -13,6 +14,57 @@ use crate::error::{Error, ErrorKind};
 use crate::project::{Task, TaskKind};
 use crate::report::{Event, Status};
 use crate::vars::VarMap;
+
+/// One include on the way to a point of the task tree: what it included and whether it
+/// could have stopped (a condition, a loop, a templated name).
+#[derive(Debug, Clone)]
+pub(super) struct Included {
+    key: PathBuf,
+    label: String,
+    conditional: bool,
+}
+
+/// Enters an included file or role (`key`, named `label`) from scope `s`, recording it in
+/// the scope's chain of includes. Refuses, at the include, an include that closes a cycle
+/// none of whose includes has a condition (it would never stop: Ansible recurses until
+/// Python's recursion limit), and one more level than [`crate::depth::MAX_NESTING`]
+/// (`depth`), naming the cycle the includes went round when they did.
+fn enter(
+    s: &mut Scope,
+    key: &Path,
+    label: &str,
+    conditional: bool,
+    depth: Result<usize, Error>,
+    t: &Task,
+) -> Result<usize, Error> {
+    let key = key.canonicalize().unwrap_or_else(|_| key.to_path_buf());
+    let cycle = s.includes.iter().rposition(|f| f.key == key).map(|i| {
+        let chain = s.includes[i..].iter().map(|f| f.label.as_str());
+        let text = crate::graph::cycle_text(chain.chain([label]));
+        let endless = !conditional && s.includes[i + 1..].iter().all(|f| !f.conditional);
+        (text, endless)
+    });
+    let depth = match (depth, &cycle) {
+        (_, Some((text, true))) => {
+            return Err(Error::syntax(format!("include cycle: {}", text), &t.span)
+                .with_code("kk::include::cycle")
+                .help("the includes repeat without a `when:`, so they would never stop; add a condition that ends the recursion, or remove the include"))
+        }
+        (Err(e), Some((text, false))) => {
+            return Err(e.note(format!("the includes went round the cycle {}", text)))
+        }
+        (d, _) => d?,
+    };
+    let mut chain = (*s.includes).clone();
+    chain.push(Included {
+        key,
+        label: label.to_string(),
+        conditional,
+    });
+    s.includes = Arc::new(chain);
+    s.depth = depth;
+    Ok(depth)
+}
 
 impl Runner {
     /// `include_tasks` / `include_role`: decided per host, then run for each group of
@@ -142,6 +194,17 @@ impl Runner {
                     self.include_result(&pc, &t, h, looped, item_results);
                 }
             }
+            // An include that repeats on every lap cannot stop its cycle; one with a
+            // condition, a loop or a templated name may, up to the nesting limit.
+            let conditional = !own.attrs.when.is_empty()
+                || t.own.loop_.is_some()
+                || match &t.kind {
+                    TaskKind::IncludeTasks { file: v, .. }
+                    | TaskKind::IncludeRole { name: v, .. } => {
+                        v.as_str().is_none_or(crate::template::is_template)
+                    }
+                    _ => false,
+                };
             for (target, item_vars, group_hosts) in groups {
                 let mut s = child_scope.clone();
                 if let Value::Object(m) = &item_vars {
@@ -149,11 +212,16 @@ impl Runner {
                         s.vars.push(Arc::new(m.clone()));
                     }
                 }
+                let depth = crate::depth::deeper(s.depth, &t.span);
                 let tasks = match &t.kind {
                     TaskKind::IncludeTasks { role, .. } => {
                         let role = role.clone().or_else(|| s.roles.last().cloned());
                         match self.loader.find_task_file(&target, &t.dir, role.as_ref()) {
-                            Some(p) => self.loader.load_task_file(&p, role, &[], Some(&t.span)),
+                            Some(p) => {
+                                enter(&mut s, &p, &target, conditional, depth, &t).and_then(|d| {
+                                    self.loader.load_task_file(&p, role, &[], d, Some(&t.span))
+                                })
+                            }
                             None => Err(Error::new(
                                 ErrorKind::Io,
                                 format!("included task file `{}` not found", target),
@@ -176,12 +244,12 @@ impl Runner {
                             vars_from.as_deref().unwrap_or("main"),
                         ) {
                             Ok(scope_role) => {
-                                let r = self.loader.role_tasks(
-                                    &scope_role,
-                                    tasks_from.as_deref().unwrap_or("main"),
-                                    &[],
-                                    &t.span,
-                                );
+                                let from = tasks_from.as_deref().unwrap_or("main");
+                                let key = scope_role.role.path.join("tasks").join(from);
+                                let r = enter(&mut s, &key, &target, conditional, depth, &t)
+                                    .and_then(|d| {
+                                        self.loader.role_tasks(&scope_role, from, &[], d, &t.span)
+                                    });
                                 s.roles.push(scope_role);
                                 r
                             }

@@ -97,6 +97,10 @@ struct Scope {
     roles: Vec<RoleScope>,
     vars: Vec<Arc<VarMap>>,
     rescuable: bool,
+    /// How many task lists this point is nested in (see [`crate::depth::MAX_NESTING`]).
+    depth: usize,
+    /// The includes that led here, outermost first, to find a cycle among them.
+    includes: Arc<Vec<include::Included>>,
 }
 
 fn pick<T: Clone>(inner: &Option<T>, outer: &Option<T>) -> Option<T> {
@@ -147,6 +151,8 @@ impl Scope {
             roles: self.roles.clone(),
             vars,
             rescuable: self.rescuable,
+            depth: self.depth,
+            includes: self.includes.clone(),
         }
     }
 }

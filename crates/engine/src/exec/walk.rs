@@ -80,7 +80,8 @@ impl Runner {
         hosts: Vec<String>,
         scope: Scope,
     ) -> BoxFuture<'static, ()> {
-        Box::pin(async move {
+        // Polling nests as deeply as the task lists do: on a fresh stack segment when low.
+        Box::pin(crate::depth::GrowStack(Box::pin(async move {
             match &t.kind {
                 TaskKind::Block {
                     block,
@@ -89,6 +90,7 @@ impl Runner {
                     role,
                 } => {
                     let mut inner = scope.child(&t.attrs);
+                    inner.depth += 1;
                     if let Some(r) = role {
                         inner.roles.push(r.clone());
                     }
@@ -114,7 +116,7 @@ impl Runner {
                     self.run_tasks_on_hosts(pc, t, hosts, scope, false).await;
                 }
             }
-        })
+        })))
     }
 
     pub(super) fn run_block(

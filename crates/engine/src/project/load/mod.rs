@@ -36,6 +36,8 @@ struct FileCtx {
     dir: PathBuf,
     role: Option<RoleScope>,
     stack: Vec<PathBuf>,
+    /// How many task lists the entries are nested in (see [`crate::depth::MAX_NESTING`]).
+    depth: usize,
 }
 
 /// Loads a playbook file and everything it imports.
@@ -76,14 +78,35 @@ impl Loader {
         if stack.contains(&key) {
             return Err(cycle_error(stack, path, span));
         }
+        if let (true, Some(span)) = (stack.len() >= crate::depth::MAX_NESTING, span) {
+            return Err(crate::depth::too_deep(span));
+        }
         let root = yaml::load_file(path).map_err(|e| e.at_opt(span))?;
-        stack.push(key);
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        // As ansible-core (playbook/__init__.py): an empty file, only comments or `~` is
+        // "nothing to do", `[]` a playbook without plays; both refused.
         let items = match &root.value {
+            Yaml::Seq(items) if items.is_empty() => {
+                return Err(Error::syntax(
+                    format!(
+                        "a playbook must contain at least one play: {}",
+                        path.display()
+                    ),
+                    &root.span,
+                )
+                .help("add a play: `- hosts: all` with `tasks:`"))
+            }
             Yaml::Seq(items) => items,
-            Yaml::Null => return Ok(Vec::new()),
+            Yaml::Null => {
+                return Err(Error::syntax(
+                    format!("empty playbook, nothing to do: {}", path.display()),
+                    &root.span,
+                )
+                .help("a playbook is a list of plays: `- hosts: all` with `tasks:`"))
+            }
             _ => return Err(root.expected("a list of plays")),
         };
+        stack.push(key);
         let mut plays = Vec::new();
         for item in items {
             if let Some(imp) = item.get("import_playbook") {
@@ -95,7 +118,9 @@ impl Loader {
                         Error::syntax(format!("imported playbook `{}` not found", name), &imp.span)
                             .note(format!("looked in {}", dir.display()))
                     })?;
-                plays.extend(self.load_plays(&target, stack, Some(&imp.span))?);
+                plays.extend(crate::depth::grow(|| {
+                    self.load_plays(&target, stack, Some(&imp.span))
+                })?);
                 continue;
             }
             plays.push(self.parse_play(item, &dir, stack)?);
@@ -133,6 +158,7 @@ impl Loader {
             dir: dir.to_path_buf(),
             role: None,
             stack: stack.to_vec(),
+            depth: 0,
         };
         let attrs = parse_inherited(node)?;
         let mut vars_files = Vec::new();
@@ -192,17 +218,22 @@ impl Loader {
         };
         match &node.value {
             Yaml::Null => Ok(Vec::new()),
-            Yaml::Seq(items) => items.iter().map(|i| self.parse_task(i, ctx)).collect(),
+            Yaml::Seq(items) => items
+                .iter()
+                .map(|i| crate::depth::grow(|| self.parse_task(i, ctx)))
+                .collect(),
             _ => Err(node.expected("a list of tasks")),
         }
     }
 
-    /// Loads a task file (for `include_tasks` at run time and `import_tasks` at load time).
+    /// Loads a task file (for `include_tasks` at run time and `import_tasks` at load time),
+    /// its tasks nested `depth` levels deep.
     pub fn load_task_file(
         &self,
         path: &Path,
         role: Option<RoleScope>,
         stack: &[PathBuf],
+        depth: usize,
         span: Option<&Span>,
     ) -> Result<Vec<Task>> {
         let key = canonical(path);
@@ -216,6 +247,7 @@ impl Loader {
             dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
             role,
             stack,
+            depth,
         };
         self.parse_task_list(Some(&root), &ctx)
     }

@@ -105,12 +105,14 @@ impl Loader {
         })
     }
 
-    /// The task list of a role (`tasks/<from>.yaml`), empty when the role has none.
+    /// The task list of a role (`tasks/<from>.yaml`), empty when the role has none; its
+    /// tasks nested `depth` levels deep.
     pub fn role_tasks(
         &self,
         scope: &RoleScope,
         from: &str,
         stack: &[PathBuf],
+        depth: usize,
         span: &Span,
     ) -> Result<Vec<Task>> {
         let dir = scope.role.path.join("tasks");
@@ -119,7 +121,7 @@ impl Loader {
             dir.join(format!("{}.yml", from)),
             dir.join(from),
         ]) {
-            Some(p) => self.load_task_file(&p, Some(scope.clone()), stack, Some(span)),
+            Some(p) => self.load_task_file(&p, Some(scope.clone()), stack, depth, Some(span)),
             None if from == "main" => Ok(Vec::new()),
             None => Err(Error::syntax(
                 format!("role `{}` has no task file `{}`", scope.role.name, from),
@@ -272,6 +274,7 @@ impl Loader {
             dir: scope.role.path.clone(),
             role: Some(scope.clone()),
             stack: stack.clone(),
+            depth: crate::depth::deeper(ctx.depth, &item.span)?,
         };
         // meta/main dependencies run first.
         let mut block = Vec::new();
@@ -284,7 +287,9 @@ impl Loader {
                 match &deps.value {
                     Yaml::Seq(items) => {
                         for d in items {
-                            self.load_role_ref(d, &role_ctx, &mut block, handlers, seen)?;
+                            crate::depth::grow(|| {
+                                self.load_role_ref(d, &role_ctx, &mut block, handlers, seen)
+                            })?;
                         }
                     }
                     Yaml::Null => {}
@@ -292,11 +297,17 @@ impl Loader {
                 }
             }
         }
-        block.extend(self.role_tasks(&scope, &tasks_from, &stack, &item.span)?);
+        block.extend(self.role_tasks(&scope, &tasks_from, &stack, role_ctx.depth, &item.span)?);
         // Role handlers join the play's, each wrapped so it runs with the role's variables.
         let hdir = scope.role.path.join("handlers");
         if let Some(h) = resolve_first(&[hdir.join("main.yaml"), hdir.join("main.yml")]) {
-            for t in self.load_task_file(&h, Some(scope.clone()), &stack, Some(&item.span))? {
+            for t in self.load_task_file(
+                &h,
+                Some(scope.clone()),
+                &stack,
+                role_ctx.depth,
+                Some(&item.span),
+            )? {
                 handlers.push(Task {
                     name: t.name.clone(),
                     own: TaskOwn {

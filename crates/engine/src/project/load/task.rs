@@ -31,6 +31,10 @@ impl Loader {
             dir: ctx.dir.clone(),
         };
         if let Some(block) = node.get("block") {
+            let ctx = &FileCtx {
+                depth: crate::depth::deeper(ctx.depth, &node.span)?,
+                ..ctx.clone()
+            };
             for (k, v) in node.entries() {
                 if !TASK_KEYWORDS.contains(&k.as_str()) {
                     return Err(Error::syntax(
@@ -238,6 +242,7 @@ impl Loader {
                     &path,
                     ctx.role.clone(),
                     &ctx.stack,
+                    crate::depth::deeper(ctx.depth, &node.span)?,
                     Some(&args_node.span),
                 )?;
                 TaskKind::Block {
