@@ -70,6 +70,8 @@ pub enum ErrorKind {
     ModuleArgs,
     /// A file could not be read or written on the controller.
     Io,
+    /// A file kk loads is not text it can take: too large, or not UTF-8.
+    Input,
     /// Bad command-line options.
     Options,
     /// A host could not be reached or a connection broke.
@@ -89,6 +91,7 @@ impl ErrorKind {
             ErrorKind::Undefined => "kk::template::undefined",
             ErrorKind::ModuleArgs => "kk::module::arguments",
             ErrorKind::Io => "kk::io",
+            ErrorKind::Input => "kk::file",
             ErrorKind::Options => "kk::options",
             ErrorKind::Connection => "kk::connection",
             ErrorKind::Runtime => "kk::runtime",
@@ -103,6 +106,7 @@ impl ErrorKind {
             ErrorKind::Undefined => "undefined variable",
             ErrorKind::ModuleArgs => "invalid module arguments",
             ErrorKind::Io => "file error",
+            ErrorKind::Input => "unreadable file",
             ErrorKind::Options => "invalid options",
             ErrorKind::Connection => "connection error",
             ErrorKind::Runtime => "error",
@@ -190,7 +194,7 @@ impl Error {
     /// Ansible's exit codes: 4 for anything wrong with the files given, 5 for options, 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self.kind {
-            ErrorKind::Yaml | ErrorKind::Syntax => 4,
+            ErrorKind::Yaml | ErrorKind::Syntax | ErrorKind::Input => 4,
             ErrorKind::Options => 5,
             _ => 1,
         }
@@ -368,13 +372,75 @@ impl From<std::io::Error> for Error {
     }
 }
 
-/// Reads a file on the controller, with an error that names it.
-pub fn read_file(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| {
+/// The most a file kk loads may hold (playbooks, roles, inventories, variable and config
+/// files, files a `file` lookup reads): 16 MiB. kk holds such a file whole, and a name like
+/// `/dev/zero` would otherwise never end; real ones are a few kilobytes.
+pub const MAX_FILE_SIZE: u64 = 16 << 20;
+
+/// Reads at most [`MAX_FILE_SIZE`] bytes of a file on the controller (a longer one is an
+/// error saying the limit, without reading the rest), with an error that names it.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| {
         Error::new(
             ErrorKind::Io,
             format!("cannot read {}: {}", path.display(), e),
         )
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut data = Vec::new();
+    file.take(MAX_FILE_SIZE + 1)
+        .read_to_end(&mut data)
+        .map_err(cannot)?;
+    if data.len() as u64 > MAX_FILE_SIZE {
+        return Err(Error::new(
+            ErrorKind::Input,
+            format!(
+                "{} is larger than kk's limit of {} MiB for a file it loads",
+                path.display(),
+                MAX_FILE_SIZE >> 20
+            ),
+        )
+        .with_code("kk::file::too_large")
+        .help("give a regular file of at most that size (is this the right file?)"));
+    }
+    Ok(data)
+}
+
+/// Reads a text file on the controller (at most [`MAX_FILE_SIZE`]): it must be UTF-8, and
+/// a leading byte order mark is dropped, as Ansible does. A byte that is not UTF-8 is a
+/// located error (line and column of the byte).
+pub fn read_file(path: &Path) -> Result<String> {
+    let data = read_bytes(path)?;
+    text_of(path, data)
+}
+
+/// The text of a file's bytes: [`read_file`]'s checks, for bytes read otherwise.
+pub fn text_of(path: &Path, mut data: Vec<u8>) -> Result<String> {
+    if data.starts_with(b"\xEF\xBB\xBF") {
+        data.drain(..3);
+    }
+    String::from_utf8(data).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let valid = String::from_utf8_lossy(&bytes[..at]);
+        let line = valid.matches('\n').count() + 1;
+        let col = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let shown = String::from_utf8_lossy(bytes).into_owned();
+        Error::new(
+            ErrorKind::Input,
+            format!(
+                "byte 0x{:02x} is not UTF-8: the file must be UTF-8",
+                bytes[at]
+            ),
+        )
+        .at(&Span {
+            file: SourceFile::new(path, shown),
+            line,
+            col,
+        })
+        .with_code("kk::file::not_utf8")
+        .help("convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`), or remove the byte")
     })
 }
 
@@ -451,6 +517,38 @@ mod tests {
         assert!(r.contains("help: note: in task `t`"), "{r}");
         assert_eq!(byte_span("ab\nc: d\n", 2, 1), Some((3, 1).into()));
         assert_eq!(byte_span("ab\nxé z\n", 2, 2), Some((4, 2).into()));
+    }
+
+    #[test]
+    fn read_file_limits_and_utf8() {
+        let e = read_file(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!((e.kind, e.exit_code()), (ErrorKind::Input, 4));
+        assert!(
+            e.message
+                .contains("/dev/zero is larger than kk's limit of 16 MiB"),
+            "{}",
+            e.message
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("v.yaml");
+        std::fs::write(&f, b"\xEF\xBB\xBFa: 1\n").unwrap();
+        assert_eq!(read_file(&f).unwrap(), "a: 1\n");
+        std::fs::write(&f, b"a: 1\nb: \xc3\xa9t\xe9\n").unwrap();
+        let e = read_file(&f).unwrap_err();
+        assert_eq!(e.exit_code(), 4);
+        assert!(
+            e.message
+                .contains("byte 0xe9 is not UTF-8: the file must be UTF-8"),
+            "{}",
+            e.message
+        );
+        let span = e.span.unwrap();
+        assert_eq!((span.line, span.col), (2, 6));
+        std::fs::write(&f, b"\xff").unwrap();
+        let span = read_file(&f).unwrap_err().span.unwrap();
+        assert_eq!((span.line, span.col), (1, 1));
+        let e = read_file(&dir.path().join("none")).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Io);
     }
 
     #[test]

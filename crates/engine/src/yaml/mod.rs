@@ -4,8 +4,11 @@
 //! users' files were written against: `yes`/`no`/`on`/`off` are booleans, `0755` is
 //! octal, `1.28` is a float and `1e3` is a string.
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
+
+use indexmap::IndexMap;
 
 use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser, Tag};
@@ -123,26 +126,48 @@ impl Node {
     }
 }
 
+/// How many nodes aliases may copy into one file's tree, in all: a YAML alias is a copy
+/// here (the tree and the variables made from it do not share), so a small file of
+/// nested anchors and aliases (a "billion laughs") could otherwise ask for gigabytes.
+/// Real files stay far below it (a thousand hosts merging a 50-key anchor copy 50,000).
+pub const MAX_ALIAS_NODES: usize = 1_000_000;
+
+/// How many bytes of text (strings and keys) aliases may copy into one file's tree.
+pub const MAX_ALIAS_TEXT: usize = 32 << 20;
+
+/// How deep sequences and mappings may nest in one file: the tree is walked recursively
+/// (converted, cloned, dropped), so depth must stay well within the thread's stack.
+pub const MAX_DEPTH: usize = 1_000;
+
 /// Parses every document in a file's text.
 pub fn parse_documents(file: Arc<SourceFile>) -> Result<Vec<Node>> {
     let mut builder = Builder {
         file: file.clone(),
         stack: Vec::new(),
         docs: Vec::new(),
-        anchors: Vec::new(),
+        anchors: HashMap::new(),
+        copied: Size::default(),
         error: None,
     };
+    // Events one by one, not `Parser::load`: that recurses once per nesting level, and
+    // the builder's depth limit must stop a deep file before the thread's stack does.
     let mut parser = Parser::new_from_str(&file.text);
-    if let Err(e) = parser.load(&mut builder, true) {
-        let m = e.marker();
-        return Err(Error::new(ErrorKind::Yaml, e.info().to_string()).at(&Span {
-            file: file.clone(),
-            line: m.line(),
-            col: m.col() + 1,
-        }));
-    }
-    if let Some(e) = builder.error {
-        return Err(e);
+    loop {
+        match parser.next_token() {
+            Ok((Event::StreamEnd, _)) => break,
+            Ok((ev, mark)) => builder.on_event(ev, mark),
+            Err(e) => {
+                let m = e.marker();
+                return Err(Error::new(ErrorKind::Yaml, e.info().to_string()).at(&Span {
+                    file: file.clone(),
+                    line: m.line(),
+                    col: m.col() + 1,
+                }));
+            }
+        }
+        if let Some(e) = builder.error.take() {
+            return Err(e);
+        }
     }
     Ok(builder.docs)
 }
@@ -178,17 +203,60 @@ pub fn parse_str(origin: &str, text: &str) -> Result<Node> {
     parse(SourceFile::new(origin, text))
 }
 
+/// What a subtree costs when an alias copies it: its nodes and its text.
+#[derive(Debug, Clone, Copy, Default)]
+struct Size {
+    nodes: usize,
+    text: usize,
+}
+
+impl Size {
+    fn of(node: &Node) -> Size {
+        let mut size = Size { nodes: 0, text: 0 };
+        // Iterative: the depth is capped, but a walk need not rely on that.
+        let mut todo = vec![node];
+        while let Some(n) = todo.pop() {
+            size.nodes += 1;
+            match &n.value {
+                Yaml::Str(s) => size.text += s.len(),
+                Yaml::Seq(items) => todo.extend(items),
+                Yaml::Map(entries) => {
+                    for (k, v) in entries {
+                        size.text += k.len();
+                        todo.push(v);
+                    }
+                }
+                _ => {}
+            }
+        }
+        size
+    }
+}
+
+/// A mapping being built: entries in file order with an index by key, so duplicate and
+/// merge checks stay linear on a mapping of 100,000 keys.
+#[derive(Default)]
+struct MapFrame {
+    entries: IndexMap<String, Node>,
+    /// A key waiting for its value.
+    pending: Option<Node>,
+    /// Keys that came from a `<<` merge (an explicit key may override them once).
+    merged: HashSet<String>,
+}
+
 enum Frame {
     Seq(Vec<Node>, Span, usize),
-    /// Entries, a key waiting for its value, keys that came from a `<<` merge, start, anchor.
-    Map(Vec<(String, Node)>, Option<Node>, Vec<String>, Span, usize),
+    Map(MapFrame, Span, usize),
 }
 
 struct Builder {
     file: Arc<SourceFile>,
     stack: Vec<Frame>,
     docs: Vec<Node>,
-    anchors: Vec<(usize, Node)>,
+    /// Anchored nodes by anchor id, with what an alias to them copies.
+    anchors: HashMap<usize, (Node, Size)>,
+    /// What aliases copied so far in this file.
+    copied: Size,
     error: Option<Error>,
 }
 
@@ -201,73 +269,138 @@ impl Builder {
         }
     }
 
+    fn fail(&mut self, e: Error) {
+        self.error.get_or_insert(e);
+    }
+
     fn push_node(&mut self, node: Node, anchor: usize) {
         if anchor > 0 {
-            self.anchors.push((anchor, node.clone()));
+            let size = Size::of(&node);
+            self.anchors.insert(anchor, (node.clone(), size));
         }
+        let mut error = None;
         match self.stack.last_mut() {
             None => self.docs.push(node),
             Some(Frame::Seq(items, _, _)) => items.push(node),
-            Some(Frame::Map(entries, pending, merged, start, _)) => match pending.take() {
+            Some(Frame::Map(map, start, _)) => match map.pending.take() {
                 None => {
                     // Block mappings report their start after the first key; the key is the true start.
-                    if entries.is_empty()
+                    if map.entries.is_empty()
                         && (node.span.line, node.span.col) < (start.line, start.col)
                     {
                         *start = node.span.clone();
                     }
-                    *pending = Some(node)
+                    map.pending = Some(node)
                 }
-                Some(key) => {
-                    let key_str = match &key.value {
-                        Yaml::Str(s) => s.clone(),
-                        Yaml::Int(i) => i.to_string(),
-                        Yaml::Bool(b) => b.to_string(),
-                        Yaml::Float(f) => f.to_string(),
-                        Yaml::Null => "null".to_string(),
-                        _ => {
-                            self.error.get_or_insert(
-                                Error::new(
-                                    ErrorKind::Yaml,
-                                    "a mapping key must be a scalar, not a list or mapping",
-                                )
-                                .at(&key.span),
-                            );
-                            return;
-                        }
-                    };
-                    if key_str == "<<" {
-                        // YAML merge key: bring in the entries of the aliased mapping(s).
-                        let sources = match node.value {
-                            Yaml::Seq(items) => items,
-                            _ => vec![node],
-                        };
-                        for src in sources {
-                            for (k, v) in src.entries() {
-                                if !entries.iter().any(|(ek, _)| ek == k) {
-                                    entries.push((k.clone(), v.clone()));
-                                    merged.push(k.clone());
-                                }
-                            }
-                        }
-                        return;
-                    }
-                    if let Some(i) = merged.iter().position(|k| *k == key_str) {
-                        // An explicit key overrides one brought in by a merge.
-                        merged.remove(i);
-                        entries.retain(|(k, _)| *k != key_str);
-                    } else if entries.iter().any(|(k, _)| *k == key_str) {
-                        self.error.get_or_insert(
-                            Error::new(ErrorKind::Yaml, format!("duplicate key `{}`", key_str))
-                                .at(&key.span)
-                                .help("each key may appear once in a mapping; remove or rename one of them"),
-                        );
-                        return;
-                    }
-                    entries.push((key_str, node));
-                }
+                Some(key) => error = map.insert(key, node).err(),
             },
         }
+        if let Some(e) = error {
+            self.fail(e);
+        }
+    }
+
+    /// An alias: a copy of the anchored node, within the file's alias budget.
+    fn alias(&mut self, id: usize, mark: Marker) {
+        let span = self.span(mark);
+        let Some((node, size)) = self.anchors.get(&id) else {
+            self.fail(Error::new(ErrorKind::Yaml, "alias to an unknown anchor").at(&span));
+            return;
+        };
+        self.copied.nodes = self.copied.nodes.saturating_add(size.nodes);
+        self.copied.text = self.copied.text.saturating_add(size.text);
+        if self.copied.nodes > MAX_ALIAS_NODES || self.copied.text > MAX_ALIAS_TEXT {
+            self.fail(
+                Error::new(
+                    ErrorKind::Yaml,
+                    format!(
+                        "aliases expand too far: with this one they copy {} nodes and {} bytes of text, \
+                         over kk's limit of {} nodes and {} MiB per file",
+                        self.copied.nodes,
+                        self.copied.text,
+                        MAX_ALIAS_NODES,
+                        MAX_ALIAS_TEXT >> 20
+                    ),
+                )
+                .at(&span)
+                .with_code("kk::yaml::alias_expansion")
+                .help("an alias is a copy of its anchor: nested aliases multiply; write the data out, or alias smaller parts"),
+            );
+            return;
+        }
+        let mut node = node.clone();
+        node.span = span;
+        self.push_node(node, 0);
+    }
+
+    /// Opens a sequence or mapping, unless that nests too deep.
+    fn open(&mut self, frame: Frame, mark: Marker) {
+        if self.stack.len() >= MAX_DEPTH {
+            let span = self.span(mark);
+            self.fail(
+                Error::new(
+                    ErrorKind::Yaml,
+                    format!("lists and mappings nest more than {} deep", MAX_DEPTH),
+                )
+                .at(&span)
+                .with_code("kk::yaml::too_deep"),
+            );
+            return;
+        }
+        self.stack.push(frame);
+    }
+}
+
+impl MapFrame {
+    /// Adds an entry: a `<<` merge brings in the entries of the aliased mapping(s) that
+    /// are not there yet; an explicit key overrides a merged one (in its place, as
+    /// PyYAML's dict does) and is an error when written twice.
+    fn insert(&mut self, key: Node, value: Node) -> Result<()> {
+        let key_str = match &key.value {
+            Yaml::Str(s) => s.clone(),
+            Yaml::Int(i) => i.to_string(),
+            Yaml::Bool(b) => b.to_string(),
+            Yaml::Float(f) => f.to_string(),
+            Yaml::Null => "null".to_string(),
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::Yaml,
+                    "a mapping key must be a scalar, not a list or mapping",
+                )
+                .at(&key.span))
+            }
+        };
+        if key_str == "<<" {
+            let sources = match value.value {
+                Yaml::Seq(items) => items,
+                _ => vec![value],
+            };
+            for src in sources {
+                let Yaml::Map(entries) = src.value else {
+                    continue;
+                };
+                for (k, v) in entries {
+                    if !self.entries.contains_key(&k) {
+                        self.merged.insert(k.clone());
+                        self.entries.insert(k, v);
+                    }
+                }
+            }
+            return Ok(());
+        }
+        if self.merged.remove(&key_str) {
+            self.entries.insert(key_str, value);
+            return Ok(());
+        }
+        if self.entries.contains_key(&key_str) {
+            return Err(
+                Error::new(ErrorKind::Yaml, format!("duplicate key `{}`", key_str))
+                    .at(&key.span)
+                    .help("each key may appear once in a mapping; remove or rename one of them"),
+            );
+        }
+        self.entries.insert(key_str, value);
+        Ok(())
     }
 }
 
@@ -279,12 +412,11 @@ impl MarkedEventReceiver for Builder {
         match ev {
             Event::SequenceStart(anchor, _) => {
                 let span = self.span(mark);
-                self.stack.push(Frame::Seq(Vec::new(), span, anchor));
+                self.open(Frame::Seq(Vec::new(), span, anchor), mark);
             }
             Event::MappingStart(anchor, _) => {
                 let span = self.span(mark);
-                self.stack
-                    .push(Frame::Map(Vec::new(), None, Vec::new(), span, anchor));
+                self.open(Frame::Map(MapFrame::default(), span, anchor), mark);
             }
             Event::SequenceEnd => {
                 if let Some(Frame::Seq(items, span, anchor)) = self.stack.pop() {
@@ -298,10 +430,10 @@ impl MarkedEventReceiver for Builder {
                 }
             }
             Event::MappingEnd => {
-                if let Some(Frame::Map(entries, _, _, span, anchor)) = self.stack.pop() {
+                if let Some(Frame::Map(map, span, anchor)) = self.stack.pop() {
                     self.push_node(
                         Node {
-                            value: Yaml::Map(entries),
+                            value: Yaml::Map(map.entries.into_iter().collect()),
                             span,
                         },
                         anchor,
@@ -313,26 +445,7 @@ impl MarkedEventReceiver for Builder {
                 let value = resolve_scalar(text, style, tag.as_ref());
                 self.push_node(Node { value, span }, anchor);
             }
-            Event::Alias(id) => {
-                let found = self
-                    .anchors
-                    .iter()
-                    .rev()
-                    .find(|(a, _)| *a == id)
-                    .map(|(_, n)| n.clone());
-                match found {
-                    Some(mut node) => {
-                        node.span = self.span(mark);
-                        self.push_node(node, 0);
-                    }
-                    None => {
-                        let span = self.span(mark);
-                        self.error = Some(
-                            Error::new(ErrorKind::Yaml, "alias to an unknown anchor").at(&span),
-                        );
-                    }
-                }
-            }
+            Event::Alias(id) => self.alias(id, mark),
             _ => {}
         }
     }
@@ -491,6 +604,84 @@ mod tests {
             v("a: &x {k: 1, j: 2}\nb:\n  <<: *x\n  j: 3\n"),
             serde_json::json!({"a": {"k": 1, "j": 2}, "b": {"k": 1, "j": 3}})
         );
+    }
+
+    /// Nested anchors and aliases, `levels` deep, each level ten aliases of the one before.
+    pub(crate) fn laughs(levels: usize) -> String {
+        let mut s = String::from("a0: &a0 [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n");
+        for i in 1..=levels {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            s.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        s
+    }
+
+    #[test]
+    fn alias_expansion_is_bounded() {
+        // 10^9 strings from 1 KB: refused at the alias that crosses the budget.
+        let e = parse_str("t.yaml", &laughs(9)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Yaml);
+        assert!(
+            e.message.contains("aliases expand too far"),
+            "{}",
+            e.message
+        );
+        let span = e.span.unwrap();
+        assert!(span.line >= 5 && span.line <= 10, "{span}");
+        // A few levels are fine.
+        assert!(parse_str("t.yaml", &laughs(3)).is_ok());
+        // Merge keys count too: each level merges the mapping before it ten times over.
+        let mut m = String::from("m0: &m0 {k0: 0, j0: 1}\n");
+        for i in 1..=30 {
+            m.push_str(&format!(
+                "m{i}: &m{i} {{k{i}: *m{p}, j{i}: *m{p}, <<: *m{p}}}\n",
+                p = i - 1
+            ));
+        }
+        let e = parse_str("t.yaml", &m).unwrap_err();
+        assert!(
+            e.message.contains("aliases expand too far"),
+            "{}",
+            e.message
+        );
+        // A large string aliased many times counts by its bytes.
+        let big = "x".repeat(1 << 20);
+        let mut s = format!("a: &a \"{big}\"\nl:\n");
+        for _ in 0..40 {
+            s.push_str("  - *a\n");
+        }
+        let e = parse_str("t.yaml", &s).unwrap_err();
+        assert!(e.message.contains("MiB"), "{}", e.message);
+    }
+
+    #[test]
+    fn wide_mappings_and_deep_nesting() {
+        let mut s = String::new();
+        for i in 0..100_000 {
+            s.push_str(&format!("k{i}: {i}\n"));
+        }
+        let started = std::time::Instant::now();
+        let n = parse_str("t.yaml", &s).unwrap();
+        assert_eq!(n.entries().len(), 100_000);
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+        s.push_str("k99999: again\n");
+        let e = parse_str("t.yaml", &s).unwrap_err();
+        assert!(e.render().contains("t.yaml:100001:1"), "{}", e.message);
+        // Block nesting has no limit in the scanner (flow nesting stops at 255).
+        let deep = format!("{}x\n", "- ".repeat(5000));
+        let e = parse_str("t.yaml", &deep).unwrap_err();
+        assert!(e.message.contains("nest more than"), "{}", e.message);
+        assert!(parse_str("t.yaml", &format!("{}{}", "[".repeat(200), "]".repeat(200))).is_ok());
+    }
+
+    #[test]
+    fn merge_override_keeps_place_and_refuses_duplicates() {
+        let n = parse_str("t.yaml", "a: &x {k: 1, j: 2}\nb:\n  <<: *x\n  k: 3\n").unwrap();
+        let b = n.get("b").unwrap();
+        let keys: Vec<&str> = b.entries().iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["k", "j"]);
+        let e = parse_str("t.yaml", "a: &x {k: 1}\nb:\n  <<: *x\n  k: 3\n  k: 4\n").unwrap_err();
+        assert!(e.message.contains("duplicate key `k`"), "{}", e.message);
     }
 
     #[test]
