@@ -195,20 +195,17 @@ fn find_file(state: &State, lookup: &str, sub: &str, term: &str) -> Result<PathB
     )))
 }
 
+/// A file a lookup reads, through the engine's one file reader: at most
+/// [`crate::error::MAX_FILE_SIZE`] bytes (so `/dev/zero` fails instead of filling memory),
+/// UTF-8, a byte order mark dropped.
 fn read_text(lookup: &str, path: &Path) -> Result<String, Error> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    crate::error::read_file(path).map_err(|e| {
+        let at = e.span.as_ref().map(|s| format!("{}: ", s));
         fail(format!(
-            "lookup('{}'): cannot read '{}': {}",
+            "lookup('{}'): {}{}",
             lookup,
-            path.display(),
-            e
-        ))
-    })?;
-    String::from_utf8(bytes).map_err(|_| {
-        fail(format!(
-            "lookup('{}'): '{}' is not UTF-8 text",
-            lookup,
-            path.display()
+            at.unwrap_or_default(),
+            e.message
         ))
     })
 }
