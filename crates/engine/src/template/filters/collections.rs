@@ -11,6 +11,8 @@ use minijinja::value::{Kwargs, Rest, ValueKind};
 use minijinja::{Error, State, Value};
 use serde_json::Value as J;
 
+use crate::template::limits;
+
 use super::{
     arg, fail, from_plain, is_list, items_of, map_value, py_str, py_type, to_plain, truthy,
     undefined_error,
@@ -411,20 +413,26 @@ pub(super) fn zip_longest(
 
 pub(super) fn product(value: &Value, rest: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
     let rest = rest.0;
-    let repeat = kwargs.get::<Option<usize>>("repeat")?.unwrap_or(1);
+    let repeat = match kwargs.get::<Option<i64>>("repeat")? {
+        Some(n) => limits::width("product", "repeat", n.into())?,
+        None => 1,
+    };
     kwargs.assert_all_used()?;
     let mut pools = vec![items_of(value, "product", "the input")?];
     for r in &rest {
         pools.push(items_of(r, "product", "every argument")?);
     }
-    let pools: Vec<Vec<Value>> = (0..repeat).flat_map(|_| pools.clone()).collect();
-    let total: usize = pools.iter().map(Vec::len).product();
-    if total > 1_000_000 {
+    // The size first (it overflows long before it is built), then the pools.
+    let total = (0..repeat)
+        .flat_map(|_| pools.iter())
+        .try_fold(1u64, |acc, p| acc.checked_mul(p.len() as u64));
+    if total.is_none_or(|t| t > limits::MAX_ITEMS) {
         return Err(fail(format!(
-            "product: the result would have {} items; refusing more than 1000000",
-            total
+            "product: the result would have more than {} items",
+            limits::MAX_ITEMS
         )));
     }
+    let pools: Vec<Vec<Value>> = (0..repeat).flat_map(|_| pools.clone()).collect();
     let mut acc: Vec<Vec<Value>> = vec![Vec::new()];
     for pool in &pools {
         acc = acc

@@ -8,6 +8,7 @@ use minijinja::value::Kwargs;
 use minijinja::{Error, State, Value};
 use serde_json::Value as J;
 
+use crate::template::limits;
 use crate::template::pydump::{self, JsonOptions, YamlOptions};
 
 use super::{fail, from_plain, py_str, py_type, to_plain};
@@ -59,10 +60,11 @@ fn indent_string(filter: &str, ind: &Value) -> Result<Option<String>, Error> {
         return Ok(None);
     }
     if let Some(s) = ind.as_str() {
+        limits::width(filter, "indent", s.len() as i128)?;
         return Ok(Some(s.to_string()));
     }
     match ind.as_i64() {
-        Some(n) if n >= 0 => Ok(Some(" ".repeat(n as usize))),
+        Some(n) if n >= 0 => Ok(Some(" ".repeat(limits::width(filter, "indent", n.into())?))),
         Some(_) => Ok(Some(String::new())),
         None => Err(fail(format!(
             "{}: indent must be a number, got {}",
@@ -74,7 +76,27 @@ fn indent_string(filter: &str, ind: &Value) -> Result<Option<String>, Error> {
 
 pub(super) fn to_json(state: &State, value: &Value, kwargs: Kwargs) -> Result<String, Error> {
     let o = json_options("to_json", &kwargs, JsonOptions::default())?;
-    Ok(pydump::dump_json(&to_plain(state, value, "to_json")?, &o))
+    dump_json("to_json", &to_plain(state, value, "to_json")?, &o)
+}
+
+/// `json.dumps` with its indented size bounded: every value starts a line indented by
+/// its depth, so values × depth × indent bounds the indentation it writes.
+fn dump_json(filter: &str, j: &J, o: &JsonOptions) -> Result<String, Error> {
+    if let Some(ind) = &o.indent {
+        fn walk(j: &J, depth: u128, nodes: &mut u128, deepest: &mut u128) {
+            *nodes += 1;
+            *deepest = (*deepest).max(depth);
+            match j {
+                J::Array(a) => a.iter().for_each(|v| walk(v, depth + 1, nodes, deepest)),
+                J::Object(m) => m.values().for_each(|v| walk(v, depth + 1, nodes, deepest)),
+                _ => {}
+            }
+        }
+        let (mut nodes, mut deepest) = (0, 0);
+        walk(j, 1, &mut nodes, &mut deepest);
+        limits::text(filter, nodes * deepest * ind.len() as u128)?;
+    }
+    Ok(pydump::dump_json(j, o))
 }
 
 pub(super) fn to_nice_json(
@@ -93,10 +115,7 @@ pub(super) fn to_nice_json(
         o.indent = indent_string("to_nice_json", &ind)?;
     }
     let o = json_options("to_nice_json", &kwargs, o)?;
-    Ok(pydump::dump_json(
-        &to_plain(state, value, "to_nice_json")?,
-        &o,
-    ))
+    dump_json("to_nice_json", &to_plain(state, value, "to_nice_json")?, &o)
 }
 
 pub(super) fn from_json(value: &Value) -> Result<Value, Error> {

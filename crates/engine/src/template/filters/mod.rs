@@ -32,6 +32,7 @@ mod numbers;
 mod paths;
 mod regexes;
 mod types;
+mod widths;
 
 use collections::{
     combine, dict2items, dict_fn, difference, extract, flatten, intersect, items2dict, product,
@@ -59,6 +60,9 @@ pub fn register(env: &mut Environment<'static>) {
     filter!("int", int_filter);
     filter!("float", float_filter);
     filter!("replace", replace);
+    // minijinja's own, with their widths bounded (template::limits).
+    filter!("indent", widths::indent);
+    filter!("format", widths::format);
     // Ansible core.
     filter!("mandatory", mandatory);
     filter!("to_json", to_json);
@@ -119,7 +123,7 @@ pub fn register(env: &mut Environment<'static>) {
         "sum" => b::sum, "dictsort" => b::dictsort, "items" => b::items, "reverse" => b::reverse,
         "trim" => b::trim, "round" => b::round, "abs" => b::abs, "string" => b::string,
         "batch" => b::batch, "slice" => b::slice, "groupby" => b::groupby, "zip" => b::zip,
-        "format" => b::format, "indent" => b::indent, "capitalize" => b::capitalize,
+        "capitalize" => b::capitalize,
         "title" => b::title, "split" => b::split,
     );
     // Python's `dict()`, which also takes a list of pairs: `dict(keys | zip(values))`.

@@ -6,6 +6,7 @@ use minijinja::{Error, Value};
 
 use super::types::parse_py_float;
 use super::{arg, fail, py_str, py_type};
+use crate::template::limits;
 
 const SIZE_RANGES: [(char, u128); 9] = [
     ('Y', 1 << 80),
@@ -229,10 +230,16 @@ pub(super) fn comment(
     let newline = get("newline", "\n")?;
     let beginning = get("beginning", beginning)?;
     let prefix = get("prefix", prepost.trim_end())?;
-    let prefix_count: usize = get("prefix_count", "1")?.parse().unwrap_or(1);
+    let count = |k: &str| -> Result<usize, Error> {
+        match get(k, "1")?.trim().parse::<i128>() {
+            Ok(n) => limits::width("comment", k, n),
+            Err(_) => Ok(1),
+        }
+    };
+    let prefix_count = count("prefix_count")?;
     let decoration = get("decoration", decoration)?;
     let postfix = get("postfix", prepost.trim_end())?;
-    let postfix_count: usize = get("postfix_count", "1")?.parse().unwrap_or(1);
+    let postfix_count = count("postfix_count")?;
     let end = get("end", end)?;
     kwargs.assert_all_used()?;
     let mut out = String::new();

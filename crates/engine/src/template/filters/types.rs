@@ -8,6 +8,7 @@ use minijinja::value::{Kwargs, ValueKind};
 use minijinja::{Error, ErrorKind, State, Value};
 
 use super::{fail, py_str, py_type, undefined_error};
+use crate::template::limits;
 
 /// Ansible's `bool`: `yes`/`on`/`true`/`1` (any case) and `1` are true, their
 /// opposites false; anything else is false except values equal to 1.
@@ -197,6 +198,22 @@ pub(super) fn replace(
     };
     kwargs.assert_all_used()?;
     let (s, old, new) = (py_str(value), py_str(old), py_str(new));
+    if new.len() > old.len() {
+        // An empty `old` matches between every character: the result can be huge.
+        let hits = if old.is_empty() {
+            s.chars().count() + 1
+        } else {
+            s.matches(&old).count()
+        };
+        let hits = match count {
+            Some(n) if n >= 0 => hits.min(n as usize),
+            _ => hits,
+        } as u128;
+        limits::text(
+            "replace",
+            s.len() as u128 + hits * (new.len() - old.len()) as u128,
+        )?;
+    }
     Ok(Value::from(match count {
         Some(n) if n >= 0 => s.replacen(&old, &new, n as usize),
         _ => s.replace(&old, &new),

@@ -31,6 +31,38 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_function("q", query);
 }
 
+/// The lookups that read the controller (files, the environment) or run a command.
+const HOST_LOOKUPS: [&str; 5] = ["file", "template", "env", "pipe", "first_found"];
+
+/// Registers `lookup`, `query` and `q` without the lookups that touch the controller
+/// ([`HOST_LOOKUPS`]), which are an error instead: for fuzzing, where a generated
+/// template must never run `lookup('pipe', …)` or read a file.
+pub(crate) fn register_pure(env: &mut Environment<'static>) {
+    fn pure(name: &str) -> Result<(), Error> {
+        let short = name.rsplit('.').next().unwrap_or(name);
+        if HOST_LOOKUPS.contains(&short) {
+            return Err(fail(format!("lookup('{}') is disabled here", name)));
+        }
+        Ok(())
+    }
+    env.add_function(
+        "lookup",
+        |state: &State, name: String, terms: Rest<Value>, kwargs: Kwargs| {
+            pure(&name)?;
+            lookup(state, name, terms, kwargs)
+        },
+    );
+    for q in ["query", "q"] {
+        env.add_function(
+            q,
+            |state: &State, name: String, terms: Rest<Value>, kwargs: Kwargs| {
+                pure(&name)?;
+                query(state, name, terms, kwargs)
+            },
+        );
+    }
+}
+
 fn lookup(state: &State, name: String, terms: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
     let terms = terms.0;
     let wantlist = kwargs.get::<Option<bool>>("wantlist")?.unwrap_or(false);

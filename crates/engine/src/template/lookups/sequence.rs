@@ -4,6 +4,7 @@ use minijinja::value::Kwargs;
 use minijinja::{Error, Value};
 
 use crate::template::filters::{fail, py_str};
+use crate::template::limits;
 
 /// `sequence`: `start=1 end=5 stride=1 format=%d` or the shortcut `[start-]end[/stride][:format]`.
 pub(super) fn sequence(terms: &[Value], kwargs: &Kwargs) -> Result<Vec<Value>, Error> {
@@ -87,20 +88,30 @@ pub(super) fn sequence(terms: &[Value], kwargs: &Kwargs) -> Result<Vec<Value>, E
         };
         let start_n = num("start", &start, 1)?;
         let stride_n = num("stride", &stride, 1)?;
-        let end_n = match (&end, &count) {
+        // i128 from here on: start, end and stride near i64's limits must neither wrap
+        // nor loop forever.
+        let (start_n, stride_n) = (start_n as i128, stride_n as i128);
+        let end_n: i128 = match (&end, &count) {
             (Some(_), Some(_)) => {
                 return Err(fail("lookup('sequence'): can't specify both count and end"))
             }
             (None, None) => return Err(fail("lookup('sequence'): must specify count or end")),
             (None, Some(_)) => {
-                let c = num("count", &count, 0)?;
-                if c == 0 {
+                let c = num("count", &count, 0)? as i128;
+                if c <= 0 {
                     continue;
                 }
+                too_many(c)?;
                 start_n + (c - 1) * stride_n
             }
-            (Some(_), None) => num("end", &end, 0)?,
+            (Some(_), None) => num("end", &end, 0)? as i128,
         };
+        if i64::try_from(end_n).is_err() {
+            return Err(fail(format!(
+                "lookup('sequence'): the sequence would end at {}, beyond the 64-bit integers",
+                end_n
+            )));
+        }
         if stride_n == 0 {
             continue;
         }
@@ -109,19 +120,29 @@ pub(super) fn sequence(terms: &[Value], kwargs: &Kwargs) -> Result<Vec<Value>, E
                 "lookup('sequence'): to count backwards make stride negative",
             ));
         }
-        if ((end_n - start_n) / stride_n).abs() > 1_000_000 {
-            return Err(fail(
-                "lookup('sequence'): the sequence would have more than 1000000 items",
-            ));
-        }
+        too_many((end_n - start_n) / stride_n + 1)?;
         let fmt = format.unwrap_or_else(|| "%d".into());
         let mut i = start_n;
         while (stride_n > 0 && i <= end_n) || (stride_n < 0 && i >= end_n) {
-            out.push(Value::from(printf_int(&fmt, i)?));
+            // Within [start, end], both i64, so it fits.
+            out.push(Value::from(printf_int(&fmt, i as i64)?));
             i += stride_n;
         }
+        too_many(out.len() as i128)?;
     }
     Ok(out)
+}
+
+/// The sequence's items (all specs together) must stay within [`limits::MAX_ITEMS`].
+fn too_many(items: i128) -> Result<(), Error> {
+    if items > limits::MAX_ITEMS as i128 {
+        return Err(fail(format!(
+            "lookup('sequence'): the sequence would have {} items; refusing more than {}",
+            items,
+            limits::MAX_ITEMS
+        )));
+    }
+    Ok(())
 }
 
 pub(super) fn parse_seq_int(s: &str) -> Option<i64> {
@@ -179,7 +200,15 @@ pub(super) fn printf_int(fmt: &str, n: i64) -> Result<String, Error> {
                 )))
             }
         };
-        let w: usize = width.parse().unwrap_or(0);
+        let w = match width.trim_start_matches('0') {
+            "" => 0,
+            digits if digits.len() > 30 => limits::width("lookup('sequence')", "width", i128::MAX)?,
+            digits => limits::width(
+                "lookup('sequence')",
+                "width",
+                digits.parse().unwrap_or(i128::MAX),
+            )?,
+        };
         let padded = if body.len() >= w {
             body
         } else if flags.contains('-') {

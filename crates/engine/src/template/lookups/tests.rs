@@ -212,3 +212,41 @@ fn first_found_lookup() {
         .unwrap_err()
         .contains("no file was found"));
 }
+
+#[test]
+fn sequence_at_the_edges_of_i64_is_an_error_not_a_hang() {
+    let v = json!({});
+    let max = i64::MAX;
+    let min = i64::MIN;
+    for expr in [
+        format!("query('sequence', 'start={} end={}')", max - 1, max),
+        format!(
+            "query('sequence', 'start={} end={} stride=-1')",
+            min + 1,
+            min
+        ),
+        format!("query('sequence', 'start={} count=3 stride={}')", max, max),
+        format!(
+            "query('sequence', 'start={} end={} stride={}')",
+            min, max, max
+        ),
+        "query('sequence', 'count=1000000000000000000')".to_string(),
+        "query('sequence', 'start=0 end=1 format=%10000000000d')".to_string(),
+        format!("query('sequence', 'start=1 end={}')", max),
+    ] {
+        match ev(&expr, &v) {
+            Ok(items) => assert!(items.as_array().unwrap().len() <= 3, "{}", expr),
+            Err(e) => assert!(e.contains("lookup('sequence')"), "{}: {}", expr, e),
+        }
+    }
+    assert_eq!(
+        ev(
+            &format!("query('sequence', 'start={} end={}')", max - 1, max),
+            &v
+        )
+        .unwrap(),
+        json!([(max - 1).to_string(), max.to_string()])
+    );
+    let e = ev("query('sequence', 'count=1000000000000000000')", &v).unwrap_err();
+    assert!(e.contains("refusing more than 1000000"), "{}", e);
+}

@@ -1,0 +1,114 @@
+//! Jinja2's text filters that take a width, `indent` and `format`: minijinja's own,
+//! called after the width is checked against [`limits`] (`indent(10**12)` would
+//! otherwise allocate a terabyte and abort).
+
+use minijinja::value::{Kwargs, Rest, StringInput, ValueOrKwargs};
+use minijinja::{Error, State, Value};
+
+use super::{fail, py_type};
+use crate::template::limits;
+
+/// `indent(width=4, first=False, blank=False)` with its width and result size bounded.
+pub(super) fn indent(
+    value: StringInput<'_>,
+    width: Option<Value>,
+    first: Option<bool>,
+    blank: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let given = match width {
+        Some(w) => Some(w),
+        None => kwargs.peek::<Option<Value>>("width")?,
+    };
+    let checked = match &given {
+        None => None,
+        Some(w) => Some(limits::width_value("indent", "width", w)?.ok_or_else(|| {
+            fail(format!(
+                "indent: width must be an integer, got {} '{}'",
+                py_type(w),
+                w
+            ))
+        })?),
+    };
+    let text = value.as_str();
+    let lines = text.bytes().filter(|b| *b == b'\n').count() as u128 + 1;
+    let w = checked.unwrap_or(4) as u128;
+    limits::text("indent", text.len() as u128 + lines * w)?;
+    // Given positionally, the width goes on positionally; by keyword, it stays in kwargs.
+    let positional = if kwargs.has("width") { None } else { checked };
+    minijinja::filters::indent(value, positional, first, blank, kwargs)
+}
+
+/// `format` (printf style: `'%-10s' | format(x)`) with its widths and precisions bounded.
+pub(super) fn format(
+    state: &mut State,
+    format_str: &Value,
+    args: Rest<ValueOrKwargs>,
+) -> Result<Value, Error> {
+    if let Some(f) = format_str.as_str() {
+        let values: Vec<Value> = args.iter().map(|a| Value::clone(a)).collect();
+        limits::printf("format", f, &values)?;
+    }
+    minijinja::filters::format(state, format_str, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::template::Templar;
+    use minijinja::context;
+
+    fn render(s: &str) -> Result<String, String> {
+        Templar::new()
+            .render_text(s, &context! {})
+            .map_err(|e| e.render())
+    }
+
+    #[test]
+    fn huge_widths_are_errors_that_name_the_filter() {
+        for (tpl, filter) in [
+            ("{{ 'a\nb' | indent(10**12) }}", "indent: width"),
+            ("{{ 'a\nb' | indent(width=10**12) }}", "indent: width"),
+            ("{{ 'a\nb' | indent(-1) }}", "indent: width"),
+            ("{{ '%10000000000s' | format('x') }}", "format: width"),
+            ("{{ '%.10000000000f' | format(1.5) }}", "format: precision"),
+            ("{{ '%*s' | format(10**12, 'x') }}", "format: width"),
+            ("{{ '{:10000000000}'.format('x') }}", "format: width"),
+            ("{{ {'a': 1} | to_json(indent=10**12) }}", "to_json: indent"),
+            (
+                "{{ {'a': 1} | to_nice_json(indent=10**12) }}",
+                "to_nice_json: indent",
+            ),
+            (
+                "{{ {'a': 1} | to_json(indent='x' * 10**6) }}",
+                "to_json: indent",
+            ),
+            (
+                "{{ 'x' | comment(prefix_count=10**12) }}",
+                "comment: prefix_count",
+            ),
+            ("{{ [1] | product(repeat=10**12) }}", "product: repeat"),
+        ] {
+            let e = render(tpl).unwrap_err();
+            assert!(e.contains(filter), "{}: {}", tpl, e);
+        }
+        let big = "{{ ('a\n' * 1000000) | indent(1000) }}";
+        assert!(render(big)
+            .unwrap_err()
+            .contains("indent: the result would be"));
+    }
+
+    #[test]
+    fn ordinary_widths_still_work() {
+        assert_eq!(render("{{ 'a\nb' | indent(2) }}").unwrap(), "a\n  b");
+        assert_eq!(
+            render("{{ 'a\nb' | indent(width=1, first=true) }}").unwrap(),
+            " a\n b"
+        );
+        assert_eq!(render("{{ 'a\nb' | indent }}").unwrap(), "a\n    b");
+        assert_eq!(
+            render("{{ '%-4s|%03d' | format('x', 7) }}").unwrap(),
+            "x   |007"
+        );
+        assert_eq!(render("{{ '{:>3}'.format('x') }}").unwrap(), "  x");
+    }
+}
