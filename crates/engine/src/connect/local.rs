@@ -94,7 +94,27 @@ impl Connection for LocalConnection {
             let _ = stdin.write_all(&input).await;
             drop(stdin);
         });
-        let wait = child.wait_with_output();
+        // Both streams read at once (a full pipe would block the command), each kept
+        // whole or bounded as the request says, then the exit status.
+        let (mut out_pipe, mut err_pipe) = (child.stdout.take(), child.stderr.take());
+        let keep = req.keep;
+        let wait = async {
+            let read_out = async {
+                match out_pipe.as_mut() {
+                    Some(p) => super::bounded::read_to_end(p, keep).await,
+                    None => Ok(Vec::new()),
+                }
+            };
+            let read_err = async {
+                match err_pipe.as_mut() {
+                    Some(p) => super::bounded::read_to_end(p, keep).await,
+                    None => Ok(Vec::new()),
+                }
+            };
+            let (stdout, stderr) = tokio::try_join!(read_out, read_err)?;
+            let status = child.wait().await?;
+            Ok::<_, std::io::Error>((status, stdout, stderr))
+        };
         let output = match req.timeout {
             Some(t) => match tokio::time::timeout(t, wait).await {
                 Ok(r) => r,
@@ -120,11 +140,12 @@ impl Connection for LocalConnection {
         if let Some(g) = group.as_mut() {
             g.disarm();
         }
+        let (status, stdout, stderr) = output;
         super::check_sudo(
             ExecOutput {
-                rc: output.status.code().unwrap_or(-1),
-                stdout: output.stdout,
-                stderr: output.stderr,
+                rc: status.code().unwrap_or(-1),
+                stdout,
+                stderr,
             },
             req,
             "localhost",

@@ -12,6 +12,7 @@ use crate::error::Result;
 /// kk's shell quoting, for modules that build scripts (it lives in [`crate::ansible`]).
 pub use crate::ansible::shell_quote;
 
+pub mod bounded;
 #[cfg(test)]
 pub mod fake;
 pub mod local;
@@ -40,6 +41,9 @@ pub struct ExecRequest {
     pub become_: Option<Become>,
     /// Kill the command and fail when it runs longer.
     pub timeout: Option<Duration>,
+    /// Keep only the first and last this many bytes of stdout and of stderr, with a marker
+    /// between ([`bounded`]); `None` keeps all (kk's own reads of file contents).
+    pub keep: Option<usize>,
 }
 
 impl ExecRequest {

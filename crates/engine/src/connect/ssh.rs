@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openssh::{Session, Stdio};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
 use super::{shell_quote, Become, Connection, ExecOutput, ExecRequest};
@@ -370,10 +370,11 @@ impl SshConnection {
         // error and drops the output, but 127 is the command's own status ("command not
         // found" from the remote shell), not a broken connection.
         let (mut out_pipe, mut err_pipe) = (child.stdout().take(), child.stderr().take());
+        let keep = req.keep;
         let read_out = async {
             let mut buf = Vec::new();
             if let Some(p) = out_pipe.as_mut() {
-                p.read_to_end(&mut buf)
+                buf = super::bounded::read_to_end(p, keep)
                     .await
                     .map_err(openssh::Error::ChildIo)?;
             }
@@ -382,7 +383,7 @@ impl SshConnection {
         let read_err = async {
             let mut buf = Vec::new();
             if let Some(p) = err_pipe.as_mut() {
-                p.read_to_end(&mut buf)
+                buf = super::bounded::read_to_end(p, keep)
                     .await
                     .map_err(openssh::Error::ChildIo)?;
             }
@@ -667,6 +668,7 @@ mod tests {
             become_: None,
             timeout: Some(Duration::from_secs(3)),
             stdin: None,
+            keep: None,
         };
         let line = "env 'A=x y' timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''";
         // The common command: the login shell becomes sh, nothing else runs.

@@ -296,6 +296,27 @@ impl ModuleContext {
                 env: self.env.clone(),
                 become_: self.become_.clone(),
                 timeout: self.timeout,
+                keep: None,
+            })
+            .await
+    }
+
+    /// [`ModuleContext::exec`] for a command run for the user (command, shell, raw,
+    /// script): of its stdout and stderr only both ends are kept, so a command printing
+    /// without end costs bounded memory ([`crate::connect::bounded`]).
+    pub async fn exec_command(
+        &self,
+        script: impl Into<String>,
+        stdin: Option<Vec<u8>>,
+    ) -> Result<ExecOutput> {
+        self.conn
+            .exec(&ExecRequest {
+                script: script.into(),
+                stdin,
+                env: self.env.clone(),
+                become_: self.become_.clone(),
+                timeout: self.timeout,
+                keep: Some(crate::connect::bounded::keep()),
             })
             .await
     }

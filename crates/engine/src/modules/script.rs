@@ -173,7 +173,7 @@ impl Module for Script {
             s.push_str(&format!("cd {} || exit 1\n", shell_quote(dir)));
         }
         s.push_str(&format!("{} \"$kk_tmp\" {} < /dev/null\n", interp, rest));
-        let out = ctx.exec(s, Some(data)).await?;
+        let out = ctx.exec_command(s, Some(data)).await?;
         if let Some(r) = skip(&String::from_utf8_lossy(&out.stdout)) {
             return Ok(r);
         }

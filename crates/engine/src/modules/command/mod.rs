@@ -371,7 +371,7 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
     script.push('\n');
     let start = chrono_now();
     let t0 = std::time::Instant::now();
-    let out = ctx.exec(script, stdin).await?;
+    let out = ctx.exec_command(script, stdin).await?;
     let delta = t0.elapsed();
     let end = chrono_now();
     if guarded && skip(&mut res, &String::from_utf8_lossy(&out.stdout)) {
@@ -459,7 +459,7 @@ async fn run_raw(ctx: &ModuleContext, a: &CommandArgs) -> Result<ModuleResult> {
         Some(exe) => format!("{} -c {}\n", shell_quote(exe), shell_quote(&line)),
         None => format!("{}\n", line),
     };
-    let out = ctx.exec(script, None).await?;
+    let out = ctx.exec_command(script, None).await?;
     let mut res = ModuleResult::changed(true);
     put_output(
         &mut res,

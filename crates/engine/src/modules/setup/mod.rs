@@ -53,6 +53,7 @@ impl Module for Setup {
             .exec(&ExecRequest {
                 script: facts::SCRIPT.to_string(),
                 stdin: None,
+                keep: None,
                 env: ctx.env.clone(),
                 become_: ctx.become_.clone(),
                 timeout: a
