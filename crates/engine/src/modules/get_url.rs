@@ -269,7 +269,7 @@ impl OneScript for GetUrl {
         s.push_str(net::CURL_FN);
         s.push_str(DEST_LINE);
         s.push_str("(\n");
-        s.push_str(SCRIPT_HEAD);
+        s.push_str(&SCRIPT_HEAD.replace("#kk-sweep\n", &remote::write::sweep_stale("dir")));
         s.push_str(&attrs.script("tmp", false));
         s.push_str(SCRIPT_TAIL);
         s.push_str(")\nrc=$?\n[ \"$rc\" = 0 ] || exit \"$rc\"\n");
@@ -285,7 +285,7 @@ impl OneScript for GetUrl {
                     .unwrap_or_else(|| ".".into());
                 let probe = crate::connect::ExecRequest {
                     script: format!(
-                        "for f in {}/.kk_get_url.*; do [ -f \"$f\" ] && wc -c < \"$f\"; done",
+                        "for f in {}/.kk_get_url-*; do [ -f \"$f\" ] && wc -c < \"$f\"; done",
                         qpath(&dir)
                     ),
                     become_: ctx.become_.clone(),
@@ -444,6 +444,9 @@ umask 077
 cfg=$(mktemp "${TMPDIR:-/tmp}/.kk_curl.XXXXXXXX") || exit 70
 cfg2="$cfg.sums"; hdr="$cfg.hdr"; sums="$cfg.body"; tmp=
 trap 'rm -f "$cfg" "$cfg2" "$hdr" "$sums" ${tmp:+"$tmp"}' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 awk -v a="$cfg" -v b="$cfg2" '$0 == "#kk-split" { f = 1; next } { print > (f ? b : a) }'
 umask "$um"
 if [ -n "$sumsurl" ] && [ -n "$sum" ] && [ -z "$want" ] && [ -s "$cfg2" ]; then
@@ -465,7 +468,8 @@ if [ -e "$dest" ] && [ -z "$want" ] && [ -z "$force" ]; then echo result=exists;
 if [ -n "$check" ]; then echo result=would_download; exit 0; fi
 dir=$(dirname -- "$dest")
 [ -d "$dir" ] || { echo "destination directory $dir does not exist" >&2; exit 70; }
-tmp=$(mktemp "$dir/.kk_get_url.XXXXXXXX") || exit 70
+#kk-sweep
+tmp=$(mktemp "$dir/.kk_get_url-$$-XXXXXXXX") || exit 70
 n=0; delay=1
 while :; do
   n=$((n + 1))
@@ -503,7 +507,8 @@ fi
 "##;
 
 /// Moves the verified temp file over `dest`.
-const SCRIPT_TAIL: &str = r#"mv -f -- "$tmp" "$dest" || exit 77
+const SCRIPT_TAIL: &str = r#"sync -- "$tmp" 2>/dev/null
+mv -f -- "$tmp" "$dest" || exit 77
 tmp=
 echo result=downloaded
 "#;

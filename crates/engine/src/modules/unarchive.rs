@@ -233,9 +233,13 @@ impl OneScript for Unarchive {
                 qpath(c.as_str())
             ));
         }
-        s.push_str(PREPARE);
+        s.push_str(&PREPARE.replace("#kk-sweep\n", &remote::write::sweep_stale("parent")));
         match &data {
-            Some(_) => s.push_str("cat > \"$arch\" || exit 71\n"),
+            // A short archive (kk stopped mid-send) is refused, never unpacked.
+            Some(d) => s.push_str(&format!(
+                "cat > \"$arch\" || exit 71\n[ \"$(wc -c < \"$arch\")\" -eq {} ] || {{ echo 'the archive did not all arrive (the sender stopped)' >&2; exit 71; }}\n",
+                d.len()
+            )),
             None => s.push_str(&format!(
                 "src={}\n[ -f \"$src\" ] || {{ echo \"source $src does not exist on the host\" >&2; exit 91; }}\nln -s -- \"$(readlink -f -- \"$src\")\" \"$arch.l\" 2>/dev/null || exit 71\narch=\"$arch.l\"\n",
                 qpath(&src)
@@ -346,12 +350,16 @@ esac
 const PREPARE: &str = r#"[ -d "$dest" ] || { echo "destination $dest is not an existing directory" >&2; exit 90; }
 parent=$(dirname -- "$dest")
 if [ -n "$check" ]; then
-  work=$(mktemp -d "${TMPDIR:-/tmp}/.kk_unarchive.XXXXXXXX") || exit 70
+  work=$(mktemp -d "${TMPDIR:-/tmp}/.kk_unarchive-$$-XXXXXXXX") || exit 70
 else
-  work=$(mktemp -d "$parent/.kk_unarchive.XXXXXXXX" 2>/dev/null || mktemp -d "$dest/../.kk_unarchive.XXXXXXXX") || exit 70
+#kk-sweep
+  work=$(mktemp -d "$parent/.kk_unarchive-$$-XXXXXXXX" 2>/dev/null || mktemp -d "$dest/../.kk_unarchive-$$-XXXXXXXX") || exit 70
 fi
 arch="$work.archive"
-trap 'rm -rf "$work" "$arch" "$arch.l"' EXIT
+trap 'rm -rf "$work" "$arch" "$arch.l" "$arch.list"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 "#;
 
 /// Tells the format of a host-side archive from its first bytes.

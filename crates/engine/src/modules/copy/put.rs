@@ -90,6 +90,7 @@ pub async fn at_once(ctx: &ModuleContext, spec: &PutSpec) -> Result<Option<Modul
             directory_mode: None,
             remote_src: None,
         },
+        Some(spec.data.len() as u64),
     ));
     let out = ctx.exec(script, Some(spec.data.clone())).await?;
     let said = |what: &str| {

@@ -97,3 +97,33 @@ async fn stat_and_write_roundtrip() {
         .collect();
     assert!(left.is_empty());
 }
+
+/// Data cut short (kk stopped mid-send) never replaces the file, and leaves no temp file;
+/// a temp file a killed writer left (its pid gone) is swept by the next write there.
+#[tokio::test]
+async fn a_short_write_changes_nothing_and_stale_temp_files_are_swept() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path(), serde_json::json!({}));
+    let p = dir.path().join("f.txt");
+    std::fs::write(&p, "old\n").unwrap();
+    // A pid that does not run here (above the kernel's pid_max), and one that does.
+    let stale = dir.path().join(".kk_tmp-4194399-AbCdEfGh");
+    std::fs::write(&stale, "half").unwrap();
+    let live = dir
+        .path()
+        .join(format!(".kk_tmp-{}-AbCdEfGh", std::process::id()));
+    std::fs::write(&live, "busy").unwrap();
+    let script = write_script(p.to_str().unwrap(), &WriteOptions::default(), Some(100));
+    let out = c.exec(script, Some(b"only part".to_vec())).await.unwrap();
+    assert_eq!(out.rc, 78, "{}", out.stderr_text());
+    assert!(out.stderr_text().contains("only 9 of 100 bytes arrived"));
+    assert_eq!(std::fs::read(&p).unwrap(), b"old\n");
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".kk_"))
+        .collect();
+    left.sort();
+    assert_eq!(left, [live.file_name().unwrap().to_string_lossy()]);
+}

@@ -43,7 +43,7 @@ pub async fn write_file(
     data: Vec<u8>,
     opts: &WriteOptions,
 ) -> Result<WriteOutcome> {
-    let s = write_script(path, opts);
+    let s = write_script(path, opts, Some(data.len() as u64));
     let out = ctx.exec(s, Some(data)).await?;
     write_outcome(path, &out)
 }
@@ -53,6 +53,7 @@ pub fn write_outcome(path: &str, out: &ExecOutput) -> Result<WriteOutcome> {
     if out.rc != 0 {
         let what = match out.rc {
             75 => format!("validation of the new {} failed", path),
+            78 => format!("{} was not written: its data did not all arrive", path),
             _ => format!("cannot write {}", path),
         };
         return Err(remote_error(&what, out));
@@ -73,8 +74,35 @@ pub fn write_outcome(path: &str, out: &ExecOutput) -> Result<WriteOutcome> {
     Ok(WriteOutcome { backup_file, stat })
 }
 
+/// Removes what an earlier kk left in directory `$dir_var` when it was killed mid-write
+/// (SIGKILL, a host reboot): kk's temp names carry their writer's pid
+/// (`.kk_tmp-PID-XXXXXXXX`, `.kk_get_url-PID-…`, `.kk_unarchive-PID-…` and its
+/// `.archive*`); those whose writer no longer runs are deleted. A live writer's (another
+/// kk at work) are left alone.
+pub fn sweep_stale(dir_var: &str) -> String {
+    format!(
+        r#"for kk_f in "${dir}"/.kk_tmp-*-* "${dir}"/.kk_get_url-*-* "${dir}"/.kk_unarchive-*-*; do
+  [ -e "$kk_f" ] || [ -L "$kk_f" ] || continue
+  kk_p=${{kk_f##*/}}; kk_p=${{kk_p#.kk_*-}}; kk_p=${{kk_p%%-*}}
+  case $kk_p in ''|*[!0-9]*) continue ;; esac
+  [ -d "/proc/$kk_p" ] || rm -rf -- "$kk_f"
+done
+"#,
+        dir = dir_var
+    )
+}
+
+/// Makes the shell remove its temp file when it is stopped by a signal too (`EXIT` alone
+/// does not run when `sh` dies of one), e.g. when kk is interrupted and stops its commands.
+pub const TRAP_SIGNALS: &str = "trap 'exit 129' HUP\ntrap 'exit 130' INT\ntrap 'exit 143' TERM\n";
+
 /// The script of [`write_file`] (data on stdin), ending with one stat record of `path`.
-pub fn write_script(path: &str, opts: &WriteOptions) -> String {
+///
+/// `size`: the bytes that must arrive on stdin. Fewer means the sender stopped (kk was
+/// interrupted, the connection dropped): the temp file is removed and `path` is left as
+/// it was (exit 78), never replaced by a truncated copy. The data is flushed to disk
+/// (`sync FILE`) before the rename, so a crash right after it cannot leave an empty file.
+pub fn write_script(path: &str, opts: &WriteOptions, size: Option<u64>) -> String {
     let dir = parent_dir(path);
     let mut s = String::new();
     s.push_str(&format!("d={}\n", qpath(path)));
@@ -89,16 +117,25 @@ pub fn write_script(path: &str, opts: &WriteOptions) -> String {
         }
         s.push_str("fi\n");
     }
+    s.push_str(&format!("kk_dir={}\n", qpath(&dir)));
+    s.push_str(&sweep_stale("kk_dir"));
     s.push_str(&format!(
-        "tmp=$(mktemp {}/.kk_tmp.XXXXXXXX) || {{ echo 'destination directory {} does not exist or is not writable' >&2; exit 70; }}\n",
-        qpath(&dir),
+        "tmp=$(mktemp \"$kk_dir/.kk_tmp-$$-XXXXXXXX\") || {{ echo 'destination directory {} does not exist or is not writable' >&2; exit 70; }}\n",
         dir.replace('\'', "")
     ));
     s.push_str("trap 'rm -f \"$tmp\"' EXIT\n");
+    s.push_str(TRAP_SIGNALS);
     match &opts.remote_src {
         Some(src) => s.push_str(&format!("cat -- {} > \"$tmp\" || exit 71\n", qpath(src))),
         None => s.push_str("cat > \"$tmp\" || exit 71\n"),
     }
+    if let (Some(n), None) = (size, &opts.remote_src) {
+        s.push_str(&format!(
+            "kk_n=$(wc -c < \"$tmp\")\n[ \"$kk_n\" -eq {n} ] || {{ echo \"only $kk_n of {n} bytes arrived (the sender stopped): {} left as it was\" >&2; exit 78; }}\n",
+            path.replace(['\'', '"', '$', '`', '\\'], "")
+        ));
+    }
+    s.push_str("sync -- \"$tmp\" 2>/dev/null\n");
     // Keep what the replaced file had (Ansible's atomic_move does the same), else the umask default.
     s.push_str(
         "if [ -e \"$d\" ]; then\n  chmod \"$(stat -L -c %a -- \"$d\")\" \"$tmp\" 2>/dev/null\n  chown \"$(stat -L -c %u:%g -- \"$d\")\" \"$tmp\" 2>/dev/null\nelse\n  chmod \"$(printf %o $((0666 & ~$(umask))))\" \"$tmp\"\nfi\n",
