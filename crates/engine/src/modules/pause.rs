@@ -20,19 +20,44 @@ struct PauseArgs {
     echo: Flag,
 }
 
-/// Parses and checks the arguments: how long to wait, in seconds.
-fn check(raw: VarMap) -> Result<i64> {
+/// The longest pause, in seconds: the bound every duration keyword has (136 years).
+const MAX_SECONDS: i128 = u32::MAX as i128;
+
+/// Parses and checks the arguments: how long to wait, in seconds. As ansible-core's
+/// pause action: `minutes` and `seconds` exclude each other, and less than one second
+/// waits one.
+fn check(raw: VarMap) -> Result<u64> {
     let a: PauseArgs = parse_args("pause", raw, &["seconds", "minutes", "prompt", "echo"])?;
     let _ = a.echo;
-    let secs = a.seconds.map_or(0, |Int(s)| s) + a.minutes.map_or(0, |Int(m)| m) * 60;
-    if secs <= 0 && a.prompt.is_some() {
-        return Err(Error::new(
+    let secs: Option<i128> = match (a.seconds, a.minutes) {
+        (Some(_), Some(_)) => {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                "pause: parameters are mutually exclusive: minutes|seconds",
+            )
+            .help("give either `seconds:` or `minutes:`"))
+        }
+        (Some(Int(s)), None) => Some(s as i128),
+        (None, Some(Int(m))) => Some(m as i128 * 60),
+        (None, None) => None,
+    };
+    match secs {
+        None if a.prompt.is_some() => Err(Error::new(
             ErrorKind::ModuleArgs,
             "pause without seconds/minutes would wait for a keypress; kk runs unattended",
         )
-        .help("give `seconds:` or `minutes:`"));
+        .help("give `seconds:` or `minutes:`")),
+        None => Ok(0),
+        Some(s) if s > MAX_SECONDS => Err(Error::new(
+            ErrorKind::ModuleArgs,
+            format!(
+                "pause: {} seconds is too long: at most {} seconds",
+                s, MAX_SECONDS
+            ),
+        )
+        .help("give `seconds:` or `minutes:` a sensible duration")),
+        Some(s) => Ok(s.max(1) as u64),
     }
-    Ok(secs)
 }
 
 /// Sleeps on the controller.
@@ -47,7 +72,7 @@ impl Module for Pause {
     async fn run(&self, _ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let secs = check(raw)?;
         let start = std::time::Instant::now();
-        tokio::time::sleep(std::time::Duration::from_secs(secs.max(0) as u64)).await;
+        tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
         Ok(ModuleResult::ok()
             .with("delta", start.elapsed().as_secs())
             .with("user_input", "")
@@ -70,5 +95,23 @@ mod tests {
         assert!(e.message.contains("pause") && e.message.contains("second"));
         assert!(e.help.unwrap().contains("seconds, minutes"));
         assert!(check(json!({"prompt": "go?"})).is_err());
+    }
+
+    #[test]
+    fn durations_at_the_edges() {
+        let secs = |a: serde_json::Value| super::check(a.as_object().unwrap().clone());
+        assert_eq!(secs(json!({"seconds": -5})).unwrap(), 1);
+        assert_eq!(secs(json!({"minutes": 2})).unwrap(), 120);
+        assert_eq!(secs(json!({})).unwrap(), 0);
+        for big in [
+            json!({"minutes": i64::MAX}),
+            json!({"seconds": 1e30}),
+            json!({"minutes": "9223372036854775807"}),
+        ] {
+            let e = secs(big).unwrap_err();
+            assert!(e.message.contains("too long"), "{}", e.message);
+        }
+        let e = secs(json!({"seconds": 1, "minutes": 1})).unwrap_err();
+        assert!(e.message.contains("mutually exclusive"), "{}", e.message);
     }
 }
