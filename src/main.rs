@@ -451,6 +451,8 @@ async fn run_plan(name: &str, b: &Builtin, plan: lifecycle::Plan) -> Result<i32,
 
 /// Runs a future on a fresh runtime until it ends or the user interrupts it (exit 99).
 fn block_on(job: impl std::future::Future<Output = Result<i32, Error>>) -> i32 {
+    // Masters and secret files of earlier runs killed before they could clean up.
+    kk_engine::connect::sweep_stale_runtime_dirs();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -139,6 +139,58 @@ pub fn remove_runtime_dir() {
     let _ = std::fs::remove_dir_all(runtime_dir());
 }
 
+/// Cleans up after earlier runs that could not (killed with SIGKILL, or the machine went
+/// down): each `kk-<pid>` runtime dir whose process is gone has its SSH masters stopped
+/// (`ssh -O exit`; the hosts then stop what those runs had started there, see
+/// [`ssh`]'s reaper) and is removed with its secret files. Called once when kk starts.
+pub fn sweep_stale_runtime_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("kk-").and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let dir = e.path();
+        // Only a directory of ours (not someone else's `kk-123` file), of a dead process.
+        let mine = std::fs::symlink_metadata(&dir)
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                m.is_dir() && m.uid() == own_uid()
+            })
+            .unwrap_or(false);
+        if !mine
+            || pid == std::process::id()
+            || std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            continue;
+        }
+        for sub in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let ctl = sub.path().join("master");
+            if ctl.exists() {
+                let _ = std::process::Command::new("ssh")
+                    .arg("-S")
+                    .arg(&ctl)
+                    .args(["-O", "exit", "kk-stale"])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// This process's uid, read from `/proc/self` (no unsafe call).
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(u32::MAX)
+}
+
 /// Chooses and prepares the connection for a host from its variables (`get` reads a
 /// templated variable): KubeKey's `connector:` map or Ansible's `ansible_*` names.
 /// Nothing is opened here; SSH connects on the first command.
