@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn durations_at_the_edges() {
-        let secs = |a: serde_json::Value| super::check(a.as_object().unwrap().clone());
+        let secs = |a: serde_json::Value| check(a.as_object().unwrap().clone());
         assert_eq!(secs(json!({"seconds": -5})).unwrap(), 1);
         assert_eq!(secs(json!({"minutes": 2})).unwrap(), 120);
         assert_eq!(secs(json!({})).unwrap(), 0);
