@@ -208,10 +208,10 @@ enum OutputFormat {
 #[derive(Args)]
 struct Common {
     /// Inventory file (KubeKey `kind: Inventory` or Ansible YAML).
-    #[arg(short, long)]
+    #[arg(short, long, value_parser = existing_file)]
     inventory: Option<PathBuf>,
     /// Config file (`kind: Config`); each key of `spec` becomes a variable.
-    #[arg(short, long)]
+    #[arg(short, long, value_parser = existing_file)]
     config: Option<PathBuf>,
     /// Extra variables: `k=v`, a YAML/JSON mapping, or `@file.yaml` (repeatable).
     #[arg(short = 'e', long = "extra-vars")]
@@ -226,7 +226,7 @@ struct Common {
     #[arg(long = "skip-tags", value_delimiter = ',')]
     skip_tags: Vec<String>,
     /// Limit the run to hosts matching this pattern.
-    #[arg(short, long)]
+    #[arg(short, long, value_parser = host_pattern)]
     limit: Option<String>,
     /// Report what would change, change nothing.
     #[arg(short = 'C', long)]
@@ -234,8 +234,8 @@ struct Common {
     /// Show the differences in files that change.
     #[arg(short = 'D', long)]
     diff: bool,
-    /// How many hosts run at once.
-    #[arg(short, long, default_value_t = 50)]
+    /// How many hosts run at once (1 to 10000).
+    #[arg(short, long, default_value_t = 50, allow_negative_numbers = true, value_parser = forks)]
     forks: usize,
     /// Working directory for downloads, certificates and run records (default: ./kubekey).
     #[arg(long)]
@@ -249,6 +249,39 @@ struct Common {
     /// More output (-v, -vv …).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
+}
+
+/// The most `--forks` takes: far above what one controller can drive at once (each fork
+/// is an SSH session), and far below what the run's semaphore can count.
+const MAX_FORKS: usize = 10_000;
+
+/// `--forks`: a whole number from 1 to [`MAX_FORKS`].
+fn forks(arg: &str) -> Result<usize, String> {
+    match arg.trim().parse::<i128>() {
+        Ok(n) if (1..=MAX_FORKS as i128).contains(&n) => Ok(n as usize),
+        _ => Err(format!(
+            "--forks takes a whole number from 1 to {}",
+            MAX_FORKS
+        )),
+    }
+}
+
+/// `-i`/`-c`: the file must exist when the options are read, so a mistyped name is an
+/// options error (exit 5) on every command, before anything is loaded or asked.
+fn existing_file(arg: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(arg);
+    match std::fs::metadata(&p) {
+        Ok(m) if m.is_dir() => Err(format!("{} is a directory, not a file", arg)),
+        Ok(_) => Ok(p),
+        Err(e) => Err(format!("cannot read {}: {}", arg, e)),
+    }
+}
+
+/// `--limit`: a host pattern whose syntax is checked when the options are read (exit 5).
+fn host_pattern(arg: &str) -> Result<String, String> {
+    kk_engine::inventory::pattern::parse(arg)
+        .map(|_| arg.to_string())
+        .map_err(|e| e.message)
 }
 
 fn options_error(msg: impl Into<String>) -> Error {
@@ -336,8 +369,27 @@ fn build_options(
         let vars = parse_extra_var(e, &cwd)?;
         kk_engine::vars::merge_maps(&mut extra, &vars);
     }
-    if c.forks == 0 {
-        return Err(options_error("--forks must be at least 1"));
+    if let Some(limit) = &c.limit {
+        // Ansible's words when the limit leaves nothing to run on (exit 1, as Ansible).
+        let matched = inventory
+            .select(limit)
+            .map_err(|e| options_error(format!("--limit: {}", e.message)))?;
+        if matched.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Runtime,
+                format!(
+                    "--limit `{}` matches no host: Specified inventory, host pattern and/or --limit leaves us with no hosts to target.",
+                    limit
+                ),
+            )
+            .help(format!(
+                "hosts of the inventory: {}",
+                match inventory.host_names() {
+                    h if h.is_empty() => "none".to_string(),
+                    h => h.join(", "),
+                }
+            )));
+        }
     }
     let mut only = c.tags.clone();
     only.extend(preset.tags.iter().cloned());
@@ -509,8 +561,18 @@ fn main() -> ExitCode {
             Err(_) => ExitCode::from(1),
         };
     }
-    let matches = available(Cli::command()).get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // A usage error exits 5 (Ansible's code for bad options; clap's own 2 means "a host
+    // failed" here); --help and --version print and exit 0.
+    let cli = match available(Cli::command())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 5 } else { 0 });
+        }
+    };
     let code = match cli.command {
         Command::Version { short } => {
             version::print(short);
