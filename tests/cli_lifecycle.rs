@@ -110,7 +110,7 @@ fn help_of_every_command_is_complete() {
         let r = p.kk(&args);
         if !bundled(playbook) {
             // Not in this build: an unknown command, not one that fails later.
-            assert_eq!(r.code, 2, "{:?}\n{}", cmd, r.stderr);
+            assert_eq!(r.code, 5, "{:?}\n{}", cmd, r.stderr);
             assert!(
                 r.stderr.contains("unrecognized subcommand")
                     || r.stderr.contains("unexpected argument"),
@@ -321,9 +321,9 @@ fn input_errors_are_refused_before_any_host_is_touched() {
             &["no host in group image_registry"],
         );
     }
-    // A precheck name that does not exist is clap's usage error.
+    // A precheck name that does not exist is a usage error (exit 5, bad options).
     let r = p.kk(&["precheck", "storagex"]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.code, 5, "{}", r.stderr);
     assert!(r.stderr.contains("storageclass"), "{}", r.stderr);
 }
 
