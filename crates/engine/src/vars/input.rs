@@ -59,7 +59,12 @@ pub fn parse_extra_var(arg: &str, base_dir: &Path) -> Result<VarMap> {
             );
         }
         let path = base_dir.join(file);
-        let node = crate::yaml::load_file(&path)?;
+        // A file that cannot be opened is a bad option (exit 5, as Ansible); one that
+        // opens but is not good YAML is a load error with its place (exit 4).
+        let node = crate::yaml::load_file(&path).map_err(|e| match e.kind {
+            ErrorKind::Io => opt(format!("-e @{}: {}", file, e.message)),
+            _ => e,
+        })?;
         return match node.to_value() {
             Value::Object(m) => Ok(m),
             Value::Null => Ok(VarMap::new()),
