@@ -43,7 +43,7 @@ fn expect(p: &Project, args: &[&str], code: i32, phrases: &[&str]) -> Run {
 /// The lines of a 1 KB "billion laughs": ten strings, then nine levels of ten aliases of
 /// the level before (10^9 strings once expanded).
 fn laughs() -> Vec<String> {
-    let mut lines = vec![format!("a0: &a0 [{}]", vec!["\"lol\""; 10].join(", "))];
+    let mut lines = vec![format!("a0: &a0 [{}]", ["\"lol\""; 10].join(", "))];
     for i in 1..=9 {
         lines.push(format!(
             "a{i}: &a{i} [{}]",
