@@ -258,8 +258,11 @@ impl Runner {
                     }
                     _ => Ok(Vec::new()),
                 };
-                let tasks =
-                    tasks.and_then(|ts| crate::modules::validate::check_tasks(&ts).map(|()| ts));
+                let tasks = tasks.and_then(|ts| {
+                    crate::modules::validate::check_tasks(&ts)?;
+                    crate::project::check_notify(&ts, &pc.play.handlers)?;
+                    Ok(ts)
+                });
                 match tasks {
                     Ok(tasks) => {
                         self.clone()

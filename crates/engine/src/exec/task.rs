@@ -240,6 +240,8 @@ impl Runner {
         task_name: &str,
         facts_task: bool,
     ) {
+        let mut o = o;
+        self.check_rendered_notify(pc, t, inner, &mut o);
         let mut result = o.result.clone();
         let changed = result
             .get("changed")
@@ -368,6 +370,35 @@ impl Runner {
             result,
             display: if o.no_log { None } else { o.extras.display },
         });
+    }
+
+    /// A changed task whose templated `notify` renders to a name no handler answers to
+    /// fails on the host (ansible-core stops the run: "The requested handler … was not
+    /// found"); literal names were checked when the play loaded.
+    fn check_rendered_notify(
+        self: &Arc<Self>,
+        pc: &PlayCtx,
+        t: &Task,
+        inner: &Scope,
+        o: &mut HostOutcome,
+    ) {
+        let changed = o.result.get("changed").and_then(Value::as_bool) == Some(true);
+        if !changed
+            || o.status == Status::Failed
+            || !t.own.notify.iter().any(|n| crate::template::is_template(n))
+        {
+            return;
+        }
+        let Some(known) = crate::project::handler_names(&pc.play.handlers) else {
+            return;
+        };
+        let names = self.notify_names(pc, t, inner, &o.host);
+        if let Some(bad) = names.iter().find(|n| !known.contains(n)) {
+            let span = t.own.notify_span.as_ref().unwrap_or(&t.span);
+            let e = crate::project::unknown_handler(bad, &known).at(span);
+            o.status = Status::Failed;
+            o.result = json!({"changed": true, "failed": true, "msg": e.result_message()});
+        }
     }
 
     /// `notify` as Ansible reads it: a keyword it templates, so each name is rendered with

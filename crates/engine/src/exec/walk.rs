@@ -271,6 +271,13 @@ impl Runner {
             // by a topic it listens to); handlers may notify later handlers.
             for h in handlers {
                 let hname = h.name.clone().unwrap_or_default();
+                // A role's handler also answers to `role : name`, as in Ansible.
+                let qualified = match &h.kind {
+                    TaskKind::Block { role: Some(r), .. } => {
+                        Some(format!("{} : {}", r.role.name, hname))
+                    }
+                    _ => None,
+                };
                 let listens = h.own.listen.clone();
                 let targets: Vec<String> = {
                     let states = self.hosts.lock().unwrap();
@@ -280,10 +287,9 @@ impl Runner {
                             let Some(s) = states.get(*host) else {
                                 return false;
                             };
-                            let hit = s
-                                .notified
-                                .iter()
-                                .any(|n| *n == hname || listens.contains(n));
+                            let hit = s.notified.iter().any(|n| {
+                                *n == hname || Some(n) == qualified.as_ref() || listens.contains(n)
+                            });
                             hit && !s.unreachable && !s.ended && (!s.failed || pc.kw.force_handlers)
                         })
                         .cloned()
@@ -293,7 +299,10 @@ impl Runner {
                     continue;
                 }
                 for host in &targets {
-                    self.with_state(host, |s| s.notified.retain(|n| *n != hname));
+                    self.with_state(host, |s| {
+                        s.notified
+                            .retain(|n| *n != hname && Some(n) != qualified.as_ref())
+                    });
                 }
                 let mut handler = h.clone();
                 handler.own.listen.clear();

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::args::{Int, Text};
 use super::{parse_args, Answer, Controller, Effect, Module, ModuleContext, ModuleResult, VarMap};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::template::to_json;
 
 #[derive(Deserialize)]
@@ -22,24 +22,38 @@ struct DebugArgs {
 
 const VALID: &[&str] = &["msg", "var", "verbosity"];
 
+/// Parses the arguments; `msg` and `var` exclude each other (ansible-core's debug action
+/// refuses both: "parameters are mutually exclusive: msg|var").
+fn check(raw: VarMap) -> Result<DebugArgs> {
+    let a: DebugArgs = parse_args("debug", raw, VALID)?;
+    if a.msg.is_some() && a.var.is_some() {
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            "debug: parameters are mutually exclusive: msg|var",
+        )
+        .help("give `msg:` to print a message, or `var:` to print a variable, not both"));
+    }
+    Ok(a)
+}
+
 /// Prints a message (`msg`) or the value of an expression (`var`).
 pub struct Debug;
 
 #[async_trait]
 impl Module for Debug {
     fn validate(&self, args: &VarMap) -> Result<()> {
-        parse_args::<DebugArgs>("debug", args.clone(), VALID).map(|_| ())
+        check(args.clone()).map(|_| ())
     }
 
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let a: DebugArgs = parse_args("debug", raw, VALID)?;
+        let a = check(raw)?;
         let _ = a.verbosity;
         let mut res = ModuleResult::ok().effect(Effect::Display);
         if let Some(Text(var)) = a.var {
             let value = match ctx.templar.eval_expr(&var, &ctx.vars) {
                 Ok(v) if !v.is_undefined() => to_json(&v, &var)?,
                 Ok(_) => Value::String("VARIABLE IS NOT DEFINED!".into()),
-                Err(e) if e.kind == crate::error::ErrorKind::Undefined => {
+                Err(e) if e.kind == ErrorKind::Undefined => {
                     Value::String("VARIABLE IS NOT DEFINED!".into())
                 }
                 Err(e) => return Err(e),

@@ -18,7 +18,7 @@ pub mod load;
 pub use keyword::{
     BatchSize, BecomeMethod, Keyword, KeywordValue, LoopControl, Percent, Seconds, Serial,
 };
-pub use load::{load_playbook, Loader};
+pub use load::{check_notify, handler_names, load_playbook, unknown_handler, Loader};
 
 /// A loaded playbook: its plays, imports already inlined.
 #[derive(Debug, Clone)]
@@ -220,6 +220,8 @@ pub struct TaskOwn {
     pub delay: Option<Keyword<Seconds>>,
     /// `notify`.
     pub notify: Vec<String>,
+    /// Where `notify` is written, for its errors.
+    pub notify_span: Option<Span>,
     /// `listen` (handlers).
     pub listen: Vec<String>,
 }

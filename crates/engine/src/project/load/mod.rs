@@ -18,8 +18,11 @@ use keywords::parse_inherited;
 pub use keywords::{PLAY_KEYWORDS, TASK_KEYWORDS};
 
 mod keywords;
+mod notify;
 mod roles;
 mod task;
+
+pub use notify::{check_notify, handler_names, unknown_handler};
 
 /// Loads files, remembering what the current file and role are.
 #[derive(Debug, Clone)]
@@ -184,6 +187,17 @@ impl Loader {
                 self.load_role_ref(item, &ctx, &mut roles, &mut handlers, &mut seen)?;
             }
         }
+        let pre_tasks = self.parse_task_list(node.get("pre_tasks"), &ctx)?;
+        let tasks = self.parse_task_list(node.get("tasks"), &ctx)?;
+        let post_tasks = self.parse_task_list(node.get("post_tasks"), &ctx)?;
+        for list in [&pre_tasks, &roles, &tasks, &post_tasks, &handlers] {
+            check_notify(list, &handlers)?;
+        }
+        if let Some(n) = node.get("name") {
+            if matches!(n.value, Yaml::Map(_) | Yaml::Seq(_)) {
+                return Err(n.expected("a play name (a string)"));
+            }
+        }
         Ok(Play {
             name: node
                 .get("name")
@@ -197,10 +211,10 @@ impl Loader {
             hosts: hosts_value,
             gather_facts: Keyword::from_node(node, "gather_facts")?,
             vars_files,
-            pre_tasks: self.parse_task_list(node.get("pre_tasks"), &ctx)?,
+            pre_tasks,
             roles,
-            tasks: self.parse_task_list(node.get("tasks"), &ctx)?,
-            post_tasks: self.parse_task_list(node.get("post_tasks"), &ctx)?,
+            tasks,
+            post_tasks,
             handlers,
             serial: Keyword::from_node(node, "serial")?,
             strategy: Keyword::from_node(node, "strategy")?,

@@ -21,7 +21,12 @@ impl Loader {
         }
         let attrs = parse_inherited(node)?;
         let mut own = TaskOwn::default();
-        let name = node.get("name").map(|n| value_string(&n.to_value()));
+        let name = match node.get("name") {
+            Some(n) if matches!(n.value, Yaml::Map(_) | Yaml::Seq(_)) => {
+                return Err(n.expected("a task name (a string)"))
+            }
+            n => n.map(|n| value_string(&n.to_value())),
+        };
         let task = |kind: TaskKind, attrs: Inherited, own: TaskOwn| Task {
             name: name.clone(),
             kind,
@@ -53,6 +58,19 @@ impl Loader {
                 attrs,
                 own,
             ));
+        }
+        // As ansible-core: "'rescue' keyword cannot be used without 'block'".
+        for k in ["rescue", "always"] {
+            if let Some(v) = node.get(k) {
+                return Err(Error::syntax(
+                    format!("`{}` cannot be used without `block`", k),
+                    &v.span,
+                )
+                .help(format!(
+                    "put the tasks it guards under `block:` in the same entry, with `{}:` beside it",
+                    k
+                )));
+            }
         }
         // Find the one key that names the action.
         let mut action: Option<(&str, &Node)> = None;
@@ -201,6 +219,7 @@ impl Loader {
         own.retries = Keyword::from_node(node, "retries")?;
         own.delay = Keyword::from_node(node, "delay")?;
         own.notify = string_list(node.get("notify"))?;
+        own.notify_span = node.get("notify").map(|n| n.span.clone());
         own.listen = string_list(node.get("listen"))?;
 
         let kind = match module.as_str() {
