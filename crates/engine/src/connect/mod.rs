@@ -216,39 +216,36 @@ pub fn for_host(
         }
         Ok(conn(kk).map(text))
     };
+    // The inventory checked literal values when it loaded; a templated one is checked
+    // here, once rendered: a bad value fails the host's task, it is not "unreachable".
+    let bad_value = |msg: String| {
+        crate::error::Error::new(
+            crate::error::ErrorKind::Runtime,
+            format!("host {}: {}", name, msg),
+        )
+    };
     let kind = pick(&["ansible_connection"], "type")?;
+    if let Some(k) = kind.as_deref().filter(|k| !k.is_empty()) {
+        check_connection_type(k).map_err(|m| bad_value(m).help("use `local` or `ssh`"))?;
+    }
     let local = match kind.as_deref() {
         Some("local") => true,
-        Some("ssh") | Some("smart") | Some("paramiko") => false,
         Some("") | None => matches!(name, "localhost" | "127.0.0.1" | "::1"),
-        #[cfg(test)]
-        Some("fake") => false,
-        Some(other) => {
-            return Err(crate::error::Error::new(
-                crate::error::ErrorKind::Connection,
-                format!("unknown connection type `{}` for host {}", other, name),
-            )
-            .help("use `local` or `ssh`"))
-        }
+        _ => false,
     };
     #[cfg(test)]
     if kind.as_deref() == Some("fake") {
         if let Some(c) = conn("fake").and_then(|id| fake::connection(&text(id), name)) {
-            return Ok(c);
+            return Ok(NulGuard::wrap(c));
         }
     }
     if local {
         let c: Arc<dyn Connection> = Arc::new(local::LocalConnection::new());
-        return Ok(traced::Traced::wrap(name, "local", c));
+        return Ok(NulGuard::wrap(traced::Traced::wrap(name, "local", c)));
     }
     let port = match pick(&["ansible_port", "ansible_ssh_port"], "port")? {
         None => None,
-        Some(p) => Some(p.parse::<u16>().map_err(|_| {
-            crate::error::Error::new(
-                crate::error::ErrorKind::Connection,
-                format!("host {}: port {:?} is not a number", name, p),
-            )
-        })?),
+        Some(p) => Some(parse_port(&Value::String(p)).map_err(bad_value)?),
     };
     let runtime_dir = runtime_dir();
     let mut private_key = pick(
@@ -305,7 +302,123 @@ pub fn for_host(
         runtime_dir,
     };
     let c: Arc<dyn Connection> = Arc::new(ssh::SshConnection::new(settings)?);
-    Ok(traced::Traced::wrap(name, "ssh", c))
+    Ok(NulGuard::wrap(traced::Traced::wrap(name, "ssh", c)))
+}
+
+/// The connection types kk drives (`ansible_connection`, `connector.type`): `local`, and
+/// `ssh` under Ansible's other names for it.
+pub const CONNECTION_TYPES: [&str; 4] = ["local", "ssh", "smart", "paramiko"];
+
+/// Checks a connection type (the inventory's literal ones when it loads, templated ones
+/// when rendered).
+pub fn check_connection_type(kind: &str) -> std::result::Result<(), String> {
+    #[cfg(test)]
+    if kind == "fake" {
+        return Ok(());
+    }
+    if CONNECTION_TYPES.contains(&kind) {
+        return Ok(());
+    }
+    Err(format!(
+        "unknown connection type `{}`: kk connects with {}",
+        kind,
+        CONNECTION_TYPES.join(", ")
+    ))
+}
+
+/// A port (`ansible_port`, `ansible_ssh_port`, `connector.port`): a whole number from 1 to
+/// 65535, written as a number or as digits in a string.
+pub fn parse_port(value: &serde_json::Value) -> std::result::Result<u16, String> {
+    use serde_json::Value;
+    let port = match value {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    };
+    match port {
+        Some(p @ 1..=65535) => Ok(p as u16),
+        _ => Err(format!(
+            "port {} is not a port number (a whole number from 1 to 65535)",
+            value
+        )),
+    }
+}
+
+/// Where commands and paths enter a host's connection. A NUL byte cannot travel in a
+/// script, an environment variable or a path (the OS cuts or refuses it): it is the
+/// task's bad argument, said so, not a connection that broke.
+struct NulGuard {
+    inner: Arc<dyn Connection>,
+}
+
+impl NulGuard {
+    fn wrap(inner: Arc<dyn Connection>) -> Arc<dyn Connection> {
+        Arc::new(NulGuard { inner })
+    }
+}
+
+/// An error when `text` holds a NUL byte: `what` names it, and for a script the word that
+/// holds it is quoted (with the NUL as `\0`), so the argument can be found.
+fn refuse_nul(what: &str, text: &str, quote: bool) -> Result<()> {
+    let Some(at) = text.find('\0') else {
+        return Ok(());
+    };
+    let mut msg = format!("{} holds a NUL byte", what);
+    if quote {
+        let start = text[..at]
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        let end = text[at..]
+            .find(char::is_whitespace)
+            .map_or(text.len(), |i| at + i);
+        let word: String = text[start..end]
+            .replace('\0', "\\0")
+            .chars()
+            .take(60)
+            .collect();
+        msg.push_str(&format!(" (in `{}`)", word));
+    }
+    Err(crate::error::Error::new(crate::error::ErrorKind::ModuleArgs, msg)
+        .with_code("kk::module::nul_byte")
+        .help("a command, path or argument cannot contain a NUL byte (`\\0`, `\\x00`); remove it from the task's arguments"))
+}
+
+#[async_trait]
+impl Connection for NulGuard {
+    async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput> {
+        refuse_nul("the command", &req.script, true)?;
+        for (k, v) in &req.env {
+            refuse_nul(
+                &format!("environment variable `{}`", k.replace('\0', "\\0")),
+                &format!("{k}{v}"),
+                false,
+            )?;
+        }
+        if let Some(b) = &req.become_ {
+            refuse_nul("the become user", &b.user, false)?;
+            refuse_nul(
+                "the become password",
+                b.password.as_deref().unwrap_or(""),
+                false,
+            )?;
+        }
+        self.inner.exec(req).await
+    }
+
+    async fn fetch(&self, path: &str, become_: Option<&Become>) -> Result<Vec<u8>> {
+        refuse_nul(
+            &format!("the path `{}`", path.replace('\0', "\\0")),
+            path,
+            false,
+        )?;
+        self.inner.fetch(path, become_).await
+    }
+
+    async fn close(&self) {
+        self.inner.close().await
+    }
 }
 
 /// Turns sudo's refusal into a clear error instead of a failed command (so a wrong or
@@ -352,4 +465,91 @@ pub fn check_sudo(out: ExecOutput, req: &ExecRequest, host: &str) -> Result<Exec
             .note(format!("sudo said: {}", err.trim()))
             .help(help),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn host(vars: serde_json::Value) -> Result<Arc<dyn Connection>> {
+        let opts = ConnectOptions {
+            workdir: std::env::temp_dir(),
+            strict_host_keys: false,
+        };
+        for_host("h1", &|k| Ok(vars.get(k).cloned()), &opts)
+    }
+
+    #[test]
+    fn ports_and_connection_types() {
+        assert_eq!(parse_port(&json!(22)), Ok(22));
+        assert_eq!(parse_port(&json!(" 2222 ")), Ok(2222));
+        for bad in [
+            json!(0),
+            json!(65536),
+            json!(-1),
+            json!("ssh"),
+            json!(2.5),
+            json!(true),
+        ] {
+            let e = parse_port(&bad).unwrap_err();
+            assert!(e.contains("from 1 to 65535"), "{e}");
+        }
+        assert!(check_connection_type("smart").is_ok());
+        assert!(check_connection_type("winrm")
+            .unwrap_err()
+            .contains("`winrm`"));
+        // A value that was templated fails the host's task, it does not make it unreachable.
+        let e = host(json!({"ansible_connection": "docker"})).err().unwrap();
+        assert_eq!(e.kind, crate::error::ErrorKind::Runtime);
+        assert!(
+            e.message
+                .contains("host h1: unknown connection type `docker`"),
+            "{}",
+            e.message
+        );
+        let e = host(json!({"ansible_connection": "ssh", "ansible_port": "abc"}))
+            .err()
+            .unwrap();
+        assert_eq!(e.kind, crate::error::ErrorKind::Runtime);
+        assert!(
+            e.message.contains("port \"abc\" is not a port number"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[tokio::test]
+    async fn a_nul_byte_is_an_argument_error() {
+        let c = host(json!({"ansible_connection": "local"})).unwrap();
+        let e = c
+            .exec(&ExecRequest::script("echo 'a\0b' done"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::ModuleArgs);
+        assert!(
+            e.message
+                .contains("the command holds a NUL byte (in `'a\\0b'`)"),
+            "{}",
+            e.message
+        );
+        let mut req = ExecRequest::script("true");
+        req.env.push(("X".into(), "a\0".into()));
+        let e = c.exec(&req).await.unwrap_err();
+        assert!(
+            e.message
+                .contains("environment variable `X` holds a NUL byte"),
+            "{}",
+            e.message
+        );
+        let e = c.fetch("/etc/\0passwd", None).await.unwrap_err();
+        assert!(
+            e.message
+                .contains("the path `/etc/\\0passwd` holds a NUL byte"),
+            "{}",
+            e.message
+        );
+        let ok = c.exec(&ExecRequest::script("printf x")).await.unwrap();
+        assert_eq!(ok.stdout, b"x");
+    }
 }
