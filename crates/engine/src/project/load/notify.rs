@@ -78,3 +78,20 @@ fn walk(tasks: &[Task], known: &[String]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every playbook kk ships loads (its notify names among them).
+    #[test]
+    fn shipped_playbooks_load() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for entry in std::fs::read_dir(root.join("playbooks")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                if let Err(e) = crate::project::load_playbook(&path, Vec::new()) {
+                    panic!("{}: {}", path.display(), e.render());
+                }
+            }
+        }
+    }
+}
