@@ -105,7 +105,7 @@ fn find_close(body: &str, close: &str) -> Option<usize> {
     while i < bytes.len() {
         match bytes[i] {
             q @ (b'\'' | b'"') => i = skip_string(bytes, i, q),
-            _ if body[i..].starts_with(close) => return Some(i),
+            _ if bytes[i..].starts_with(close.as_bytes()) => return Some(i),
             _ => i += 1,
         }
     }
@@ -318,5 +318,28 @@ mod tests {
         );
         let raw = "{% raw %}{{ a.b | default(1) }}{% endraw %}";
         assert_eq!(guard_chains(raw, false), raw);
+    }
+}
+
+#[cfg(test)]
+mod non_ascii {
+    use super::guard_chains;
+
+    /// Found by kk's fuzzing: a non-ASCII character inside (or after an unclosed) tag
+    /// that mentions `default` made the scan slice inside the character and panic.
+    #[test]
+    fn non_ascii_in_a_guarded_tag_does_not_panic() {
+        for src in [
+            "{{ a | default�('x') }}",
+            "{{ a.b | default(1) ü",
+            "{{ a.b | default('ü') }} ü {{ é | default(2) }}",
+        ] {
+            let _ = guard_chains(src, false);
+            let _ = guard_chains(src, true);
+        }
+        assert_eq!(
+            guard_chains("{{ a.b | default('ü') }}", false),
+            "{{ __kk_chain(a, 'b') | default('ü') }}"
+        );
     }
 }

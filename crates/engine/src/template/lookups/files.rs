@@ -84,6 +84,13 @@ pub(super) fn template(
         let term = term_str("template", t)?;
         let path = find_file(state, "template", "templates", &term)?;
         let text = read_text("template", &path)?;
+        crate::template::depth::check(&text, false).map_err(|e| {
+            fail(format!(
+                "lookup('template'): {}: {}",
+                path.display(),
+                e.message
+            ))
+        })?;
         let rendered = state
             .env()
             .render_str(&text, ctx.clone())
