@@ -70,8 +70,11 @@ pub(super) fn key_span(map: &Node, key: &str, value: &Node) -> Span {
     value.span.clone()
 }
 
-/// A variables mapping (`null` = none), or an error naming what it belongs to.
+/// A variables mapping (`null` = none), or an error naming what it belongs to. Every
+/// inventory variable mapping (host, group, global; both forms) passes here, so the
+/// connection settings are checked here once: see [`check_connection_vars`].
 pub(super) fn vars_map(node: &Node, what: &str) -> Result<VarMap> {
+    check_connection_vars(node, what)?;
     match node.to_value() {
         Value::Object(m) => Ok(m),
         Value::Null => Ok(VarMap::new()),
@@ -104,4 +107,41 @@ pub(super) fn name_list(node: &Node, what: &str) -> Result<Vec<(String, Span)>> 
             None => Err(node.expected(&format!("a list of names for {}", what))),
         },
     }
+}
+
+/// Checks the connection settings among a mapping's variables when the inventory loads,
+/// where their place is known (a bad port is not "unreachable" at the first task): the
+/// ports (`ansible_port`, `ansible_ssh_port`, `connector.port`) are 1 to 65535 and the
+/// connection type (`ansible_connection`, `connector.type`) one kk drives. A templated
+/// value (`{{ … }}`) is checked when rendered, by the connection.
+fn check_connection_vars(node: &Node, what: &str) -> Result<()> {
+    let templated = |n: &Node| n.as_str().is_some_and(|s| s.contains("{{"));
+    let check = |n: &Node, name: &str, f: &dyn Fn(&Value) -> std::result::Result<(), String>| {
+        if n.is_null() || templated(n) {
+            return Ok(());
+        }
+        f(&n.to_value()).map_err(|m| Error::syntax(format!("{}: `{}`: {}", what, name, m), &n.span))
+    };
+    let port = |v: &Value| crate::connect::parse_port(v).map(|_| ());
+    let kind = |v: &Value| match v {
+        Value::String(s) if s.is_empty() => Ok(()),
+        Value::String(s) => crate::connect::check_connection_type(s),
+        other => Err(format!("expected a connection type, found {}", other)),
+    };
+    for (k, v) in node.entries() {
+        match k.as_str() {
+            "ansible_port" | "ansible_ssh_port" => check(v, k, &port)?,
+            "ansible_connection" => check(v, k, &kind)?,
+            "connector" => {
+                if let Some(p) = v.get("port") {
+                    check(p, "connector.port", &port)?;
+                }
+                if let Some(t) = v.get("type") {
+                    check(t, "connector.type", &kind)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

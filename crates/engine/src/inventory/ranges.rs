@@ -5,18 +5,19 @@ use crate::error::{Error, Result, Span};
 
 /// Expands an Ansible host key: `name:port` and ranges `web[01:03].example.com`, `db-[a:c]`,
 /// `n[0:10:5]`. Returns the names and the port, if any.
+/// The port of a `name:port` host key: 1 to 65535, as every inventory port.
+fn key_port(raw: &str, p: &str, span: &Span) -> Result<u16> {
+    crate::connect::parse_port(&serde_json::Value::String(p.to_string()))
+        .map_err(|m| Error::syntax(format!("host `{}`: {}", raw, m), span))
+}
+
 pub(super) fn expand_host(raw: &str, span: &Span) -> Result<(Vec<String>, Option<u16>)> {
     let mut name = raw.trim().to_string();
     let mut port = None;
     // `[ipv6]:port`
     if let Some((addr, p)) = name.strip_prefix('[').and_then(|r| r.split_once("]:")) {
         if addr.parse::<std::net::Ipv6Addr>().is_ok() {
-            port = Some(p.parse::<u16>().map_err(|_| {
-                Error::syntax(
-                    format!("host `{}`: port `{}` is not a valid port number", raw, p),
-                    span,
-                )
-            })?);
+            port = Some(key_port(raw, p, span)?);
             name = addr.to_string();
         }
     }
@@ -27,12 +28,7 @@ pub(super) fn expand_host(raw: &str, span: &Span) -> Result<(Vec<String>, Option
             && !p.is_empty()
             && p.bytes().all(|b| b.is_ascii_digit())
         {
-            port = Some(p.parse::<u16>().map_err(|_| {
-                Error::syntax(
-                    format!("host `{}`: port `{}` is not a valid port number", raw, p),
-                    span,
-                )
-            })?);
+            port = Some(key_port(raw, p, span)?);
             name = h.to_string();
         }
     }

@@ -342,3 +342,60 @@ fn ansible_details() {
     assert_eq!(inv.host_vars("h")["ansible_port"], json!(22));
     assert!(parse("all:\n  hosts:\n    'h:99999':\n").is_err());
 }
+
+#[test]
+fn connection_values_are_checked_at_load() {
+    let bad = |text: &str, want: &str, at: &str| {
+        let e = parse(text).expect_err(text);
+        assert_eq!(e.exit_code(), 4, "{}", e.render());
+        assert!(e.message.contains(want), "{}: {}", want, e.message);
+        assert!(e.render().contains(at), "{}: {}", at, e.render());
+    };
+    bad(
+        "kind: Inventory\nspec:\n  hosts:\n    n1: {connector: {host: 10.0.0.1, port: ssh}}\n",
+        "host `n1`: `connector.port`: port \"ssh\" is not a port number",
+        "inv.yaml:4:44",
+    );
+    bad(
+        "kind: Inventory\nspec:\n  hosts:\n    n1:\n      connector:\n        port: 70000\n",
+        "port 70000 is not a port number (a whole number from 1 to 65535)",
+        "inv.yaml:6:15",
+    );
+    bad(
+        "kind: Inventory\nspec:\n  hosts:\n    n1: {connector: {type: winrm}}\n",
+        "unknown connection type `winrm`",
+        "inv.yaml:4:28",
+    );
+    bad(
+        "kind: Inventory\nspec:\n  vars: {ansible_port: 0}\n",
+        "`spec.vars`: `ansible_port`",
+        "inv.yaml:3:24",
+    );
+    bad(
+        "all:\n  hosts:\n    h1:\n      ansible_ssh_port: [22]\n",
+        "`ansible_ssh_port`",
+        "inv.yaml:4:25",
+    );
+    bad(
+        "all:\n  children:\n    web:\n      vars: {ansible_connection: docker}\n",
+        "vars of group `web`: `ansible_connection`: unknown connection type `docker`",
+        "inv.yaml:4:34",
+    );
+    bad(
+        "all:\n  hosts:\n    'h1:0':\n",
+        "port \"0\" is not a port number",
+        "inv.yaml:3:5",
+    );
+    bad(
+        "all:\n  hosts:\n    h1:99999:\n",
+        "port \"99999\"",
+        "inv.yaml:3:5",
+    );
+    // Good values, and templated ones (checked when rendered) load.
+    let inv = parse(
+        "all:\n  hosts:\n    h1: {ansible_port: \"2222\", ansible_connection: smart}\n    h2: {ansible_port: \"{{ p }}\", ansible_connection: \"{{ c }}\"}\n    h3:22:\n",
+    )
+    .unwrap();
+    assert_eq!(inv.host_vars("h3")["ansible_port"], json!(22));
+    parse("kind: Inventory\nspec:\n  hosts:\n    n1: {connector: {type: ssh, port: 22}}\n    n2: {connector: {type: local}}\n").unwrap();
+}
