@@ -244,7 +244,11 @@ impl Runner {
         match answer {
             Some(Ok(a)) => {
                 extras.absorb(a.effects, &a.result);
-                return Err((status_of(&a.result), a.result, extras));
+                let (status, mut result) = (status_of(&a.result), a.result);
+                if status == Status::Failed && is_blank(result.get("msg")) {
+                    result["msg"] = Value::from(failure_fallback(t, &result));
+                }
+                return Err((status, result, extras));
             }
             Some(Err(e)) => return err(e.at(&t.span)),
             None => {}
@@ -508,9 +512,10 @@ impl Runner {
                             return None;
                         }
                         value["failed"] = Value::Bool(true);
-                        if value.get("msg").is_none() {
+                        if is_blank(value.get("msg")) {
                             value["msg"] = Value::from(format!(
-                                "retries exhausted after {} attempts",
+                                "until condition `{}` still false after {} attempts",
+                                condition_text(until),
                                 attempt
                             ));
                         }
@@ -531,6 +536,8 @@ impl Runner {
                 .unwrap_or(false);
             if !failed {
                 extras.absorb(res.effects, &value);
+            } else if is_blank(value.get("msg")) {
+                value["msg"] = Value::from(failure_fallback(t, &value));
             }
             let status = if failed {
                 Status::Failed
@@ -544,4 +551,52 @@ impl Runner {
             Some((status, value, std::mem::take(extras)))
         }
     }
+}
+
+/// Whether a result's `msg` says nothing (missing, null, or blank text).
+fn is_blank(msg: Option<&Value>) -> bool {
+    match msg {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.trim().is_empty(),
+        Some(_) => false,
+    }
+}
+
+/// A condition (`until`, `failed_when`) as written: a string, or a list of them.
+fn condition_text(cond: &Value) -> String {
+    match cond {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(condition_text)
+            .collect::<Vec<_>>()
+            .join(" and "),
+        other => other.to_string(),
+    }
+}
+
+/// The message of a failed result that came without one (a command failed by
+/// `failed_when`, `fail: msg=""`): what failed it, the module, and its rc and last line
+/// of stderr when it has them, so a failure never prints an empty message.
+fn failure_fallback(t: &Task, value: &Value) -> String {
+    let module = match &t.kind {
+        TaskKind::Module { module, .. } => module.as_str(),
+        _ => "task",
+    };
+    let mut msg = match (&t.own.failed_when, value.get("failed_when_result")) {
+        (Some(fw), Some(Value::Bool(true))) => format!(
+            "failed_when condition `{}` is true ({})",
+            condition_text(fw),
+            module
+        ),
+        _ => format!("{} failed without a message", module),
+    };
+    if let Some(rc) = value.get("rc").filter(|rc| !rc.is_null()) {
+        msg.push_str(&format!("; rc {}", rc));
+    }
+    let stderr = value.get("stderr").and_then(Value::as_str).unwrap_or("");
+    if let Some(line) = stderr.lines().rev().find(|l| !l.trim().is_empty()) {
+        msg.push_str(&format!("; stderr: {}", line.trim()));
+    }
+    msg
 }
