@@ -10,7 +10,7 @@ use super::plan::{Plan, PlanApply};
 use super::remote::Attrs;
 use super::{ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
-use crate::template::convert_error;
+use crate::template::{convert_error, convert_file_error};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -126,7 +126,7 @@ fn render(ctx: &ModuleContext, p: &Parsed) -> Result<PutSpec> {
     let trim = a.trim_blocks.0;
     let lstrip = a.lstrip_blocks.0;
     let rendered = if trim && !lstrip {
-        ctx.templar.render_text(&source, &context)
+        ctx.templar.render_file(&path, &source, &context)
     } else {
         // Non-default whitespace control: a copy of the environment with other syntax.
         let mut env = ctx.templar.env().clone();
@@ -139,11 +139,19 @@ fn render(ctx: &ModuleContext, p: &Parsed) -> Result<PutSpec> {
         env.set_syntax(syntax);
         env.render_str(&source, &context)
             .map(|r| crate::template::preserve_trailing_newlines(&source, r))
-            .map_err(|e| convert_error(e, &source))
+            .map_err(|e| convert_file_error(e, &path, &source))
     }
     .map_err(|e| {
-        e.note(format!("while rendering template {}", path.display()))
-            .at_opt(ctx.span.as_ref())
+        // Located in the template file itself; the task that rendered it is a note.
+        let e = match &ctx.span {
+            Some(task) => e.note(format!(
+                "rendering template {} for the task at {}",
+                path.display(),
+                task
+            )),
+            None => e.note(format!("while rendering template {}", path.display())),
+        };
+        e.at_opt(ctx.span.as_ref())
     })?;
     let rendered = match a.newline_sequence {
         None | Some(Newline::Lf) => rendered,

@@ -6,7 +6,7 @@
 use minijinja::{Environment, UndefinedBehavior};
 use serde_json::Value;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, Span};
 
 pub mod chain;
 pub(crate) mod depth;
@@ -293,6 +293,23 @@ impl Templar {
             .map_err(|e| convert_error(e, s))
     }
 
+    /// [`Templar::render_text`] for the text of a template FILE at `path`: its errors
+    /// point at the file's own line and column (see [`convert_file_error`]).
+    pub fn render_file(
+        &self,
+        path: &std::path::Path,
+        s: &str,
+        ctx: &minijinja::Value,
+    ) -> Result<String> {
+        depth::check(s, false)?;
+        let guarded = chain::guard_chains(s, false);
+        self.env
+            .render_str(&guarded, ctx)
+            .map(|r| preserve_trailing_newlines(s, r))
+            // The rewrite adds no line breaks: lines match the file, columns nearly.
+            .map_err(|e| convert_file_error(e, path, &guarded))
+    }
+
     /// Renders every string inside a value, recursively (keys too).
     pub fn render_value(&self, v: &Value, ctx: &minijinja::Value) -> Result<Value> {
         Ok(match v {
@@ -401,8 +418,45 @@ pub fn truthy(v: &Value) -> bool {
     }
 }
 
+/// Where a minijinja error sits in a template file (the `template` module's `src`, a
+/// `lookup('template')`): the file's own line and column, from the error's byte range
+/// (its line alone when it has no range). `None` when minijinja gave neither.
+pub fn file_span(e: &minijinja::Error, path: &std::path::Path, source: &str) -> Option<Span> {
+    let (line, col) = match e.range().filter(|r| r.start <= source.len()) {
+        Some(r) => {
+            let before = source.get(..r.start)?;
+            let line = before.matches('\n').count() + 1;
+            let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+            (line, source[line_start..r.start].chars().count() + 1)
+        }
+        None => (e.line()?, 1),
+    };
+    Some(Span {
+        file: crate::error::SourceFile::new(path, source),
+        line,
+        col,
+    })
+}
+
+/// A minijinja error from rendering a template FILE: located at the file's own line and
+/// column (the task that rendered it is for the caller to add as a note), without the
+/// whole file quoted as [`convert_error`] quotes an inline template.
+pub fn convert_file_error(e: minijinja::Error, path: &std::path::Path, source: &str) -> Error {
+    let span = file_span(&e, path, source);
+    let err = convert(e, None);
+    match span {
+        Some(s) => err.at(&s),
+        None => err.note(format!("in template {}", path.display())),
+    }
+}
+
 /// Turns a minijinja error into ours, keeping its explanation and the template text.
 pub fn convert_error(e: minijinja::Error, source: &str) -> Error {
+    convert(e, Some(source))
+}
+
+/// [`convert_error`], quoting `source` (an inline template) when given.
+fn convert(e: minijinja::Error, source: Option<&str>) -> Error {
     let kind = match e.kind() {
         minijinja::ErrorKind::UndefinedError => ErrorKind::Undefined,
         _ => ErrorKind::Template,
@@ -412,16 +466,18 @@ pub fn convert_error(e: minijinja::Error, source: &str) -> Error {
         .map(str::to_string)
         .unwrap_or_else(|| e.kind().to_string());
     let mut err = Error::new(kind, detail);
-    if let Some(range) = e.range() {
-        if let Some(snippet) = source.get(range) {
-            if !source.trim().eq(snippet.trim()) {
-                err = err.note(format!("at `{}` in `{}`", snippet, source.trim()));
-            } else {
-                err = err.note(format!("in `{}`", source.trim()));
+    match (source, e.range()) {
+        (None, _) => {}
+        (Some(source), Some(range)) => {
+            if let Some(snippet) = source.get(range) {
+                if !source.trim().eq(snippet.trim()) {
+                    err = err.note(format!("at `{}` in `{}`", snippet, source.trim()));
+                } else {
+                    err = err.note(format!("in `{}`", source.trim()));
+                }
             }
         }
-    } else {
-        err = err.note(format!("in `{}`", source.trim()));
+        (Some(source), None) => err = err.note(format!("in `{}`", source.trim())),
     }
     // An error raised while lazily rendering a variable travels as the cause.
     let mut src = std::error::Error::source(&e);

@@ -100,18 +100,13 @@ pub(super) fn template(
                     .detail()
                     .map(str::to_string)
                     .unwrap_or_else(|| e.kind().to_string());
-                let line = e
-                    .line()
-                    .map(|l| format!(" (line {})", l))
-                    .unwrap_or_default();
+                // The template file's own line and column, as the template module gives.
+                let place = crate::template::file_span(&e, &path, &text)
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| path.display().to_string());
                 Error::new(
                     e.kind(),
-                    format!(
-                        "lookup('template'): rendering '{}' failed{}: {}",
-                        path.display(),
-                        line,
-                        detail
-                    ),
+                    format!("lookup('template'): {}: {}", place, detail),
                 )
             })?;
         out.push(Value::from(rendered));

@@ -103,7 +103,12 @@ fn template_lookup() {
     let mut bad = v.clone();
     bad["vars"] = json!({});
     let e = ev("lookup('template', 't.j2')", &bad).unwrap_err();
-    assert!(e.contains("lookup('template'): rendering"), "{}", e);
+    // Located in the template file itself: path:line:col.
+    assert!(
+        e.contains("lookup('template'): ") && e.contains("t.j2:1:"),
+        "{}",
+        e
+    );
 }
 
 #[test]
