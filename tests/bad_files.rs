@@ -474,3 +474,111 @@ fn bad_options_exit_5_and_an_empty_limit_exits_1() {
         &["ok=1"],
     );
 }
+
+#[test]
+fn inventory_connection_values_are_checked_when_it_loads() {
+    let p = project();
+    let kubekey = |host: &str| {
+        format!("apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nspec:\n  hosts:\n    n1:\n{host}")
+    };
+    p.file(
+        "kk_port.yaml",
+        &kubekey("      connector: {host: 10.0.0.1, port: twenty-two}\n"),
+    );
+    p.file(
+        "kk_range.yaml",
+        &kubekey("      connector:\n        port: 65536\n"),
+    );
+    p.file(
+        "kk_type.yaml",
+        &kubekey("      connector: {type: telnet}\n"),
+    );
+    p.file(
+        "an_port.yaml",
+        "all:\n  vars:\n    ansible_port: -22\n  hosts:\n    h1:\n",
+    );
+    p.file(
+        "an_conn.yaml",
+        "all:\n  children:\n    web:\n      hosts:\n        h1: {ansible_connection: winrm}\n",
+    );
+    p.file("an_key.yaml", "all:\n  hosts:\n    h1:0:\n");
+    let port = "is not a port number (a whole number from 1 to 65535)";
+    let unknown = "unknown connection type";
+    for (inv, phrases) in [
+        ("kk_port.yaml", [port, "kk_port.yaml:6:41"]),
+        ("kk_range.yaml", [port, "kk_range.yaml:7:15"]),
+        ("kk_type.yaml", [unknown, "kk_type.yaml:6:25"]),
+        ("an_port.yaml", [port, "an_port.yaml:3:19"]),
+        ("an_conn.yaml", [unknown, "an_conn.yaml:5:34"]),
+        ("an_key.yaml", [port, "an_key.yaml:3:5"]),
+    ] {
+        let r = expect(&p, &["run", "site.yaml", "-i", inv], 4, &phrases);
+        assert!(!r.stdout.contains("UNREACHABLE"), "{}", r.describe());
+    }
+    // A templated value is checked once rendered: the host fails, it is not unreachable.
+    p.file(
+        "templated.yaml",
+        "all:\n  hosts:\n    h1: {ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: \"{{ p }}\"}\n    h2: {ansible_connection: \"{{ c }}\"}\n  vars: {p: not-a-port, c: docker}\n",
+    );
+    let r = expect(
+        &p,
+        &["run", "site.yaml", "-i", "templated.yaml"],
+        2,
+        &[
+            "host h1: port \"not-a-port\" ",
+            "host h2: unknown connection type `docker`",
+        ],
+    );
+    assert!(r.stdout.contains("unreachable=0"), "{}", r.describe());
+}
+
+#[test]
+fn a_nul_byte_is_an_argument_error_not_a_connection_error() {
+    let p = project();
+    p.file(
+        "nul.yaml",
+        r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - {name: command, command: "echo a\0b", ignore_errors: true}
+    - {name: shell, shell: "echo x > /tmp/kk\0nul", ignore_errors: true}
+    - {name: templated, command: "echo {{ 'x\x00y' }}", ignore_errors: true}
+    - {name: copy, copy: {content: x, dest: "/tmp/kk\0nul"}, ignore_errors: true}
+    - {name: stat, stat: {path: "/tmp/\0"}, ignore_errors: true}
+    - {name: file, file: {path: "/tmp/kk\0x", state: absent}, ignore_errors: true}
+    - {name: env, command: "true", environment: {X: "a\0b"}, ignore_errors: true}
+    - {name: fetch, fetch: {src: "/etc/\0hosts", dest: out/}, ignore_errors: true}
+    - name: last
+      command: "printf '%s' done"
+"#,
+    );
+    let r = expect(
+        &p,
+        &["run", "nul.yaml", "-i", "inv.yaml", "--output", "json"],
+        0,
+        &[
+            "the command holds a NUL byte (in `'a\\\\0b'`)",
+            "environment variable `X` holds a NUL byte",
+        ],
+    );
+    for task in [
+        "command",
+        "shell",
+        "templated",
+        "copy",
+        "stat",
+        "file",
+        "env",
+        "fetch",
+    ] {
+        let res = r.result(task, "h1");
+        assert_eq!(res["status"], "failed", "{task}: {res}");
+        let msg = res["result"]["msg"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains("holds a NUL byte") && msg.contains("invalid module arguments"),
+            "{task}: {msg}"
+        );
+    }
+    assert_eq!(r.status("last", "h1"), "changed", "{}", r.describe());
+    assert_eq!(r.recap("h1")["unreachable"], 0, "{}", r.describe());
+}
