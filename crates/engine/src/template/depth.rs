@@ -42,16 +42,25 @@ pub(crate) fn check(src: &str, whole_expr: bool) -> Result<()> {
     Ok(())
 }
 
-/// The tag's text up to its closing delimiter (outside strings), and the bytes consumed.
+/// The tag's text up to its closing delimiter, and the bytes consumed. As minijinja's
+/// lexer, a delimiter inside a string or brackets (`{{ {'a': {'b': 1}} }}`) does not close.
 fn tag_body<'a>(body: &'a str, close: &str) -> (&'a str, usize) {
     let b = body.as_bytes();
-    let mut i = 0;
+    let (mut i, mut depth) = (0, 0usize);
     while i < b.len() {
         match b[i] {
-            q @ (b'\'' | b'"') => i = skip_string(b, i, q),
-            _ if b[i..].starts_with(close.as_bytes()) => return (&body[..i], i + close.len()),
-            _ => i += 1,
+            q @ (b'\'' | b'"') => {
+                i = skip_string(b, i, q);
+                continue;
+            }
+            _ if depth == 0 && b[i..].starts_with(close.as_bytes()) => {
+                return (&body[..i], i + close.len())
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
         }
+        i += 1;
     }
     (body, body.len())
 }
@@ -152,6 +161,11 @@ mod tests {
                 "(".repeat(140),
                 "+1".repeat(390),
                 ")".repeat(140)
+            ),
+            // A `}}` inside a dict literal does not end the tag.
+            format!(
+                "{{{{ {{'a': {{'b': 1}}}} | combine({}1) }}}}",
+                "- ".repeat(n)
             ),
         ] {
             match on_small_stack(src.clone()) {
