@@ -153,7 +153,7 @@ impl Connection for LocalConnection {
     }
 }
 
-/// Kills a command's process group when dropped before the command finished.
+/// Stops a command's process group when dropped before the command finished.
 struct GroupGuard(i32);
 
 impl GroupGuard {
@@ -164,12 +164,50 @@ impl GroupGuard {
 }
 
 impl Drop for GroupGuard {
+    /// TERM first, so the command's shell can remove its temp files (kk's write scripts
+    /// trap it), then KILL whatever is left once nothing of the group runs (at most ~0.5 s).
     fn drop(&mut self) {
-        if self.0 > 0 {
-            // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
-            unsafe {
-                libc::kill(-self.0, libc::SIGKILL);
+        if self.0 <= 0 {
+            return;
+        }
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
+        unsafe {
+            libc::kill(-self.0, libc::SIGTERM);
+        }
+        // Until no process of the group runs any more (zombies aside), at most ~0.5 s.
+        for _ in 0..50 {
+            if !group_running(self.0) {
+                break;
             }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-self.0, libc::SIGKILL);
         }
     }
+}
+
+/// Whether a process of process group `pgid` still runs (is not a zombie), from /proc.
+fn group_running(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            return false;
+        };
+        // After the command name: state, ppid, pgrp, …
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            return false;
+        };
+        let mut f = rest.split(' ');
+        let state = f.next().unwrap_or("Z");
+        let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
+        state != "Z" && pgrp == Some(pgid)
+    })
 }
