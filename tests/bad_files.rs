@@ -274,6 +274,24 @@ fn endless_and_huge_files_stop_at_the_limit() {
         2,
         &["lookup('file')", limit, "/dev/zero", "failed=1"],
     );
+    p.file(
+        "template.yaml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - template: {src: /dev/zero, dest: \"{{ playbook_dir }}/out.txt\"}\n",
+    );
+    expect(
+        &p,
+        &["run", "template.yaml", "-i", "inv.yaml"],
+        2,
+        &["template:", limit, "failed=1"],
+    );
+    // The commands that load the config and inventory before their playbook stop the same way.
+    expect(
+        &p,
+        &["create", "cluster", "--yes", "-c", "/dev/zero"],
+        4,
+        &[limit],
+    );
+    expect(&p, &["precheck", "-i", "/dev/zero"], 4, &[limit]);
 }
 
 /// Writes raw bytes into the project.
@@ -358,6 +376,18 @@ fn non_utf8_bytes_are_located_and_a_bom_is_accepted() {
         &["run", "lookup.yaml", "-i", "inv.yaml"],
         2,
         &[must, "latin1.txt:1:3"],
+    );
+    // A template file, read when its task runs: the task fails at the template's place.
+    bytes(&p, "templates/t.j2", b"line one\n{{ x }} \xe9t\xe9\n");
+    p.file(
+        "template.yaml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - template: {src: t.j2, dest: \"{{ playbook_dir }}/out.txt\"}\n",
+    );
+    expect(
+        &p,
+        &["run", "template.yaml", "-i", "inv.yaml"],
+        2,
+        &[must, "templates/t.j2:2:9", "failed=1"],
     );
     // A byte order mark is dropped, as Ansible does.
     let bom = |s: &str| [b"\xEF\xBB\xBF".as_slice(), s.as_bytes()].concat();

@@ -107,12 +107,11 @@ fn render(ctx: &ModuleContext, p: &Parsed) -> Result<PutSpec> {
     let a = &p.a;
     let dest = &p.spec.dest;
     let path = ctx.find_file("templates", &p.src)?;
-    let source = std::fs::read_to_string(&path).map_err(|e| {
-        Error::new(
-            ErrorKind::Io,
-            format!("template: cannot read {}: {}", path.display(), e),
-        )
-        .at_opt(ctx.span.as_ref())
+    // The engine's one file reader: at most 16 MiB, UTF-8 (a bad byte located in the
+    // template file), a byte order mark dropped.
+    let source = crate::error::read_file(&path).map_err(|mut e| {
+        e.message = format!("template: {}", e.message);
+        e.at_opt(ctx.span.as_ref())
     })?;
     // Ansible's template variables; the play's own variables win over them.
     let extras = minijinja::context! {
