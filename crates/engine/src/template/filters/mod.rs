@@ -63,6 +63,8 @@ pub fn register(env: &mut Environment<'static>) {
     // minijinja's own, with their widths bounded (template::limits).
     filter!("indent", widths::indent);
     filter!("format", widths::format);
+    filter!("slice", widths::slice);
+    filter!("batch", widths::batch);
     // Ansible core.
     filter!("mandatory", mandatory);
     filter!("to_json", to_json);
@@ -122,7 +124,7 @@ pub fn register(env: &mut Environment<'static>) {
         "sort" => b::sort, "unique" => b::unique, "min" => b::min, "max" => b::max,
         "sum" => b::sum, "dictsort" => b::dictsort, "items" => b::items, "reverse" => b::reverse,
         "trim" => b::trim, "round" => b::round, "abs" => b::abs, "string" => b::string,
-        "batch" => b::batch, "slice" => b::slice, "groupby" => b::groupby, "zip" => b::zip,
+        "groupby" => b::groupby, "zip" => b::zip,
         "capitalize" => b::capitalize,
         "title" => b::title, "split" => b::split,
     );

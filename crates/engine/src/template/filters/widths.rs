@@ -1,6 +1,7 @@
-//! Jinja2's text filters that take a width, `indent` and `format`: minijinja's own,
-//! called after the width is checked against [`limits`] (`indent(10**12)` would
-//! otherwise allocate a terabyte and abort).
+//! Jinja2's filters that take a width or a count, `indent`, `format`, `slice` and
+//! `batch`: minijinja's own, called after the number is checked against [`limits`]
+//! (`indent(10**12)` would otherwise allocate a terabyte and abort, `slice(10**12)` build
+//! 10**12 lists).
 
 use minijinja::value::{Kwargs, Rest, StringInput, ValueOrKwargs};
 use minijinja::{Error, State, Value};
@@ -52,6 +53,41 @@ pub(super) fn format(
     minijinja::filters::format(state, format_str, args)
 }
 
+/// The count of `slice` (how many lists) or `batch` (how many items per list, which a
+/// `fill_with` pads up to): at most [`limits::MAX_ITEMS`].
+fn count_of(filter: &str, count: i64) -> Result<usize, Error> {
+    if count > limits::MAX_ITEMS as i64 {
+        return Err(fail(format!(
+            "{}: count must be at most {}, got {}",
+            filter,
+            limits::MAX_ITEMS,
+            count
+        )));
+    }
+    // Zero and negative counts get minijinja's own message.
+    Ok(count.max(0) as usize)
+}
+
+/// `slice(count, fill_with=None)` with its count bounded.
+pub(super) fn slice(
+    state: &State,
+    value: Value,
+    count: i64,
+    fill_with: Option<Value>,
+) -> Result<Value, Error> {
+    minijinja::filters::slice(state, value, count_of("slice", count)?, fill_with)
+}
+
+/// `batch(count, fill_with=None)` with its count bounded.
+pub(super) fn batch(
+    state: &State,
+    value: Value,
+    count: i64,
+    fill_with: Option<Value>,
+) -> Result<Value, Error> {
+    minijinja::filters::batch(state, value, count_of("batch", count)?, fill_with)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::template::Templar;
@@ -87,6 +123,8 @@ mod tests {
                 "comment: prefix_count",
             ),
             ("{{ [1] | product(repeat=10**12) }}", "product: repeat"),
+            ("{{ [1] | slice(10**12) | list }}", "slice: count"),
+            ("{{ [1] | batch(10**12, 'x') | list }}", "batch: count"),
         ] {
             let e = render(tpl).unwrap_err();
             assert!(e.contains(filter), "{}: {}", tpl, e);
@@ -110,5 +148,13 @@ mod tests {
             "x   |007"
         );
         assert_eq!(render("{{ '{:>3}'.format('x') }}").unwrap(), "  x");
+        assert_eq!(
+            render("{{ [1, 2, 3] | slice(2) | list }}").unwrap(),
+            "[[1, 2], [3]]"
+        );
+        assert_eq!(
+            render("{{ [1, 2, 3] | batch(2, 0) | list }}").unwrap(),
+            "[[1, 2], [3, 0]]"
+        );
     }
 }
