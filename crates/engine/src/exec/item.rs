@@ -244,11 +244,7 @@ impl Runner {
         match answer {
             Some(Ok(a)) => {
                 extras.absorb(a.effects, &a.result);
-                let (status, mut result) = (status_of(&a.result), a.result);
-                if status == Status::Failed && is_blank(result.get("msg")) {
-                    result["msg"] = Value::from(failure_fallback(t, &result));
-                }
-                return Err((status, result, extras));
+                return Err((status_of(&a.result), a.result, extras));
             }
             Some(Err(e)) => return err(e.at(&t.span)),
             None => {}
@@ -511,14 +507,9 @@ impl Runner {
                         if attempt < retries {
                             return None;
                         }
+                        // The result keeps Ansible's shape (a command's msg stays ""); the
+                        // output says why (see failure_display).
                         value["failed"] = Value::Bool(true);
-                        if is_blank(value.get("msg")) {
-                            value["msg"] = Value::from(format!(
-                                "until condition `{}` still false after {} attempts",
-                                condition_text(until),
-                                attempt
-                            ));
-                        }
                     }
                 }
             }
@@ -536,8 +527,6 @@ impl Runner {
                 .unwrap_or(false);
             if !failed {
                 extras.absorb(res.effects, &value);
-            } else if is_blank(value.get("msg")) {
-                value["msg"] = Value::from(failure_fallback(t, &value));
             }
             let status = if failed {
                 Status::Failed
@@ -575,18 +564,45 @@ fn condition_text(cond: &Value) -> String {
     }
 }
 
-/// The message of a failed result that came without one (a command failed by
-/// `failed_when`, `fail: msg=""`): what failed it, the module, and its rc and last line
-/// of stderr when it has them, so a failure never prints an empty message.
+/// What the output shows for a failed result, when it or one of its loop items has no
+/// message (a command failed by `failed_when` or `until` keeps Ansible's `msg: ""`): a
+/// copy with each blank message replaced by [`failure_fallback`]; `None` when every
+/// failure already says why. The registered result is left as Ansible shapes it.
+pub(super) fn failure_display(t: &Task, result: &Value) -> Option<Value> {
+    let mut shown = result.clone();
+    let mut filled = false;
+    let mut fill = |v: &mut Value| {
+        if v.get("failed") == Some(&Value::Bool(true)) && is_blank(v.get("msg")) {
+            v["msg"] = Value::from(failure_fallback(t, v));
+            filled = true;
+        }
+    };
+    if let Some(Value::Array(items)) = shown.get_mut("results") {
+        items.iter_mut().for_each(&mut fill);
+    }
+    fill(&mut shown);
+    filled.then_some(shown)
+}
+
+/// The message of a failed result that came without one: what failed it (`until` still
+/// false, `failed_when` true, or the module), with its rc and last line of stderr when it
+/// has them, so a failure never prints an empty message.
 fn failure_fallback(t: &Task, value: &Value) -> String {
     let module = match &t.kind {
         TaskKind::Module { module, .. } => module.as_str(),
         _ => "task",
     };
-    let mut msg = match (&t.own.failed_when, value.get("failed_when_result")) {
-        (Some(fw), Some(Value::Bool(true))) => format!(
+    let failed_when = value.get("failed_when_result") == Some(&Value::Bool(true));
+    let mut msg = match (&t.own.failed_when, &t.own.until, value.get("attempts")) {
+        (Some(fw), _, _) if failed_when => format!(
             "failed_when condition `{}` is true ({})",
             condition_text(fw),
+            module
+        ),
+        (_, Some(until), Some(n)) => format!(
+            "until condition `{}` still false after {} attempts ({})",
+            condition_text(until),
+            n,
             module
         ),
         _ => format!("{} failed without a message", module),

@@ -359,6 +359,11 @@ impl Runner {
         if o.no_log {
             result = json!({"censored": CENSORED, "changed": changed});
         }
+        let display = match o.status {
+            _ if o.no_log => None,
+            Status::Failed => super::item::failure_display(t, &result),
+            _ => o.extras.display,
+        };
         self.emit(Event::HostResult {
             play: pc.name.clone(),
             task: task_name.to_string(),
@@ -368,7 +373,7 @@ impl Runner {
             changed,
             ignored: o.ignored,
             result,
-            display: if o.no_log { None } else { o.extras.display },
+            display,
         });
     }
 

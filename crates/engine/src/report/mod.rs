@@ -84,7 +84,8 @@ pub enum Event {
         ignored: bool,
         /// The registered result (censored under `no_log`).
         result: Value,
-        /// What text output shows for a successful result (debug's message), if anything.
+        /// What text output shows for a successful result (debug's message), if anything;
+        /// for a failed one, the result with a message filled in where it had none.
         #[serde(skip)]
         display: Option<Value>,
     },
@@ -269,7 +270,7 @@ pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
             match status {
                 Status::Failed | Status::Unreachable => {
                     line.push_str(" => ");
-                    line.push_str(&failure_text(result));
+                    line.push_str(&failure_text(display.as_ref().unwrap_or(result)));
                     if *ignored {
                         line.push_str("\n...ignoring");
                     }
