@@ -46,6 +46,12 @@ impl Runner {
             Ok(b) => b,
             Err(e) => return fail(outcome, e.at(&t.span)),
         };
+        // Resolved before the task runs: one that does not resolve fails the task instead
+        // of silently meaning false when the host turns out unreachable.
+        let ignore_unreachable = match self.flag(&inner.attrs.ignore_unreachable, &ctx) {
+            Ok(b) => b,
+            Err(e) => return fail(outcome, e.at(&t.span)),
+        };
         let items = match &t.own.loop_ {
             None => None,
             Some(l) => match self.templar.render_value(l, &ctx) {
@@ -232,11 +238,7 @@ impl Runner {
         if status == Status::Failed && ignore_errors {
             outcome.ignored = true;
         }
-        if status == Status::Unreachable
-            && self
-                .flag(&inner.attrs.ignore_unreachable, &ctx)
-                .unwrap_or(false)
-        {
+        if status == Status::Unreachable && ignore_unreachable {
             outcome.ignored = true;
         }
         outcome

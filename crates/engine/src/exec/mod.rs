@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::connect::Connection;
 use crate::error::Result;
 use crate::inventory::Inventory;
-use crate::project::{load_playbook, Inherited, Loader, Play, RoleScope};
+use crate::project::{inherit, load_playbook, Inherited, Loader, Play, RoleScope};
 use crate::report::{Counts, Event, Reporter};
 use crate::template::Templar;
 use crate::vars::{VarMap, VarView};
@@ -130,21 +130,21 @@ impl Scope {
             attrs: Inherited {
                 when,
                 tags,
-                become_: pick(&a.become_, &o.become_),
-                become_user: pick(&a.become_user, &o.become_user),
-                become_method: pick(&a.become_method, &o.become_method),
+                become_: inherit(&a.become_, &o.become_),
+                become_user: inherit(&a.become_user, &o.become_user),
+                become_method: inherit(&a.become_method, &o.become_method),
                 environment: None,
-                ignore_errors: pick(&a.ignore_errors, &o.ignore_errors),
-                ignore_unreachable: pick(&a.ignore_unreachable, &o.ignore_unreachable),
-                check_mode: pick(&a.check_mode, &o.check_mode),
-                diff: pick(&a.diff, &o.diff),
-                no_log: pick(&a.no_log, &o.no_log),
-                run_once: pick(&a.run_once, &o.run_once),
+                ignore_errors: inherit(&a.ignore_errors, &o.ignore_errors),
+                ignore_unreachable: inherit(&a.ignore_unreachable, &o.ignore_unreachable),
+                check_mode: inherit(&a.check_mode, &o.check_mode),
+                diff: inherit(&a.diff, &o.diff),
+                no_log: inherit(&a.no_log, &o.no_log),
+                run_once: inherit(&a.run_once, &o.run_once),
                 delegate_to: pick(&a.delegate_to, &o.delegate_to),
-                delegate_facts: pick(&a.delegate_facts, &o.delegate_facts),
-                any_errors_fatal: pick(&a.any_errors_fatal, &o.any_errors_fatal),
-                timeout: pick(&a.timeout, &o.timeout),
-                throttle: pick(&a.throttle, &o.throttle),
+                delegate_facts: inherit(&a.delegate_facts, &o.delegate_facts),
+                any_errors_fatal: inherit(&a.any_errors_fatal, &o.any_errors_fatal),
+                timeout: inherit(&a.timeout, &o.timeout),
+                throttle: inherit(&a.throttle, &o.throttle),
                 vars: Arc::new(VarMap::new()),
             },
             environment,

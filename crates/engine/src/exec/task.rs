@@ -131,6 +131,15 @@ impl Runner {
                     0
                 }
             };
+            // Read up front with the same variables: a value that does not resolve fails the
+            // task rather than silently meaning false.
+            let any_errors_fatal = match self.flag(&inner.attrs.any_errors_fatal, &first_ctx) {
+                Ok(b) => b,
+                Err(e) => {
+                    task_error.get_or_insert(e.at(&t.span));
+                    false
+                }
+            };
             // `throttle` limits this task; `--forks` (the run's semaphore) every task at once.
             let throttle = (throttle > 0 && throttle < self.opts.forks.max(1))
                 .then(|| Arc::new(tokio::sync::Semaphore::new(throttle)));
@@ -191,11 +200,7 @@ impl Runner {
             // if they are in a block that has them, and otherwise leave the play. Unlike
             // Ansible, a host found unreachable does not trigger it: the bundled playbooks
             // go on without such hosts (etcd_scale_down.yaml forgets them in a later play).
-            let fatal = !failed_here.is_empty()
-                && (run_once
-                    || self
-                        .flag(&inner.attrs.any_errors_fatal, &first_ctx)
-                        .unwrap_or(false));
+            let fatal = !failed_here.is_empty() && (run_once || any_errors_fatal);
             if fatal {
                 for h in &pc.batch {
                     if failed_here.contains(h) {

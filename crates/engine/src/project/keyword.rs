@@ -28,6 +28,10 @@ pub enum Keyword<T> {
         /// Where it is written.
         span: Span,
     },
+    /// A keyword set at an inner level (the first) over the value of an outer one (the
+    /// second): the inner one unless it renders to `omit`, which leaves the outer value,
+    /// as if the inner level had not set the keyword.
+    Over(Box<Keyword<T>>, Box<Keyword<T>>),
 }
 
 impl<T: PartialEq> PartialEq for Keyword<T> {
@@ -42,6 +46,7 @@ impl<T: PartialEq> PartialEq for Keyword<T> {
                     span: s2,
                 },
             ) => keyword == k2 && raw == r2 && span.to_string() == s2.to_string(),
+            (Keyword::Over(a, b), Keyword::Over(a2, b2)) => a == a2 && b == b2,
             _ => false,
         }
     }
@@ -119,6 +124,12 @@ impl<T: KeywordValue> Keyword<T> {
         let (keyword, raw, span) = match self {
             Keyword::Literal(t) => return Ok(Some(t.clone())),
             Keyword::Template { keyword, raw, span } => (keyword, raw, span),
+            Keyword::Over(inner, outer) => {
+                return match inner.resolve(templar, ctx)? {
+                    Some(v) => Ok(Some(v)),
+                    None => outer.resolve(templar, ctx),
+                }
+            }
         };
         let v = templar
             .render_value(raw, ctx)
@@ -133,6 +144,22 @@ impl<T: KeywordValue> Keyword<T> {
                 .note(format!("`{}` rendered to `{}`", shown(raw), shown(&v)))
                 .help(help)
         })
+    }
+}
+
+/// The keyword in force at an inner level that sets `inner` inside an outer level whose
+/// value is `outer`: the inner one, over the outer one when it is a template (it may
+/// render to `omit`).
+pub fn inherit<T: Clone>(
+    inner: &Option<Keyword<T>>,
+    outer: &Option<Keyword<T>>,
+) -> Option<Keyword<T>> {
+    match (inner, outer) {
+        (Some(i @ (Keyword::Template { .. } | Keyword::Over(..))), Some(o)) => {
+            Some(Keyword::Over(Box::new(i.clone()), Box::new(o.clone())))
+        }
+        (Some(i), _) => Some(i.clone()),
+        (None, o) => o.clone(),
     }
 }
 
@@ -501,6 +528,22 @@ mod tests {
             None
         );
         assert!(resolved::<u64>("retries", "'{{ nope }}'", json!({})).is_err());
+    }
+
+    #[test]
+    fn omit_leaves_the_outer_value() {
+        let outer = Some(parse::<bool>("become", "true").unwrap());
+        let inner = Some(parse::<bool>("become", "'{{ flag | default(omit) }}'").unwrap());
+        let k = inherit(&inner, &outer).unwrap();
+        let t = Templar::new();
+        let omit = json!({"omit": OMIT});
+        assert_eq!(k.resolve(&t, &to_mj(&omit)).unwrap(), Some(true));
+        let set = json!({"omit": OMIT, "flag": false});
+        assert_eq!(k.resolve(&t, &to_mj(&set)).unwrap(), Some(false));
+        // A literal inside wins without a fallback; nothing inside keeps the outer value.
+        let lit = Some(parse::<bool>("become", "false").unwrap());
+        assert_eq!(inherit(&lit, &outer), lit);
+        assert_eq!(inherit(&None, &outer), outer);
     }
 
     #[test]

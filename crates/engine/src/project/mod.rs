@@ -16,7 +16,7 @@ pub mod kv;
 pub mod load;
 
 pub use keyword::{
-    BatchSize, BecomeMethod, Keyword, KeywordValue, LoopControl, Percent, Seconds, Serial,
+    inherit, BatchSize, BecomeMethod, Keyword, KeywordValue, LoopControl, Percent, Seconds, Serial,
 };
 pub use load::{check_notify, handler_names, load_playbook, unknown_handler, Loader};
 
