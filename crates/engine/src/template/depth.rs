@@ -14,10 +14,15 @@ use crate::error::{Error, ErrorKind, Result};
 /// The most operators (`+ - * / % ~ | . [ (`, `and or not if is in`) one tag may hold.
 pub(crate) const MAX_OPERATORS: usize = 400;
 
+/// The deepest nesting of brackets (`( [ {`) in one tag: minijinja's own guard stops
+/// `((((…` near 75 levels but not calls, and `f(f(f(…` 100 deep overflowed a 2 MiB
+/// stack in a debug build (found by the long seeded run); 50 is far beyond real use.
+pub(crate) const MAX_NESTING: usize = 50;
+
 /// Checks every tag of a template (`whole_expr`: the text is one bare expression).
 pub(crate) fn check(src: &str, whole_expr: bool) -> Result<()> {
-    // Cheap exit: too few operator characters to matter.
-    if src.len() < MAX_OPERATORS {
+    // Cheap exit: too short to reach either limit.
+    if src.len() <= MAX_NESTING {
         return Ok(());
     }
     if whole_expr {
@@ -79,14 +84,22 @@ fn skip_string(b: &[u8], start: usize, q: u8) -> usize {
 
 fn check_tag(tag: &str, src: &str) -> Result<()> {
     let b = tag.as_bytes();
-    let (mut i, mut ops) = (0, 0usize);
+    let (mut i, mut ops, mut depth, mut deepest) = (0, 0usize, 0usize, 0usize);
     while i < b.len() {
         match b[i] {
             q @ (b'\'' | b'"') => {
                 i = skip_string(b, i, q);
                 continue;
             }
-            b'+' | b'-' | b'*' | b'/' | b'%' | b'~' | b'|' | b'[' | b'(' => ops += 1,
+            c @ (b'[' | b'(' | b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+                if c != b'{' {
+                    ops += 1;
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'~' | b'|' => ops += 1,
             // A dot between digits is a float, not an attribute.
             b'.' if !b.get(i + 1).is_some_and(u8::is_ascii_digit) => ops += 1,
             c if c.is_ascii_alphabetic() || c == b'_' => {
@@ -102,6 +115,22 @@ fn check_tag(tag: &str, src: &str) -> Result<()> {
             _ => {}
         }
         i += 1;
+    }
+    if deepest > MAX_NESTING {
+        let preview: String = tag.trim().chars().take(60).collect();
+        return Err(Error::new(
+            ErrorKind::Template,
+            format!(
+                "an expression nests brackets {} deep, more than the {} kk allows",
+                deepest, MAX_NESTING
+            ),
+        )
+        .note(format!(
+            "at `{}…` in a template of {} bytes",
+            preview,
+            src.len()
+        ))
+        .help("split the expression: compute inner parts with `set` or in vars"));
     }
     if ops > MAX_OPERATORS {
         let preview: String = tag.trim().chars().take(60).collect();
@@ -162,6 +191,8 @@ mod tests {
                 "+1".repeat(390),
                 ")".repeat(140)
             ),
+            format!("{{{{ {}1{} }}}}", "lookup(".repeat(100), ")".repeat(100)),
+            format!("{{{{ {}1{} }}}}", "f(".repeat(n), ")".repeat(n)),
             // A `}}` inside a dict literal does not end the tag.
             format!(
                 "{{{{ {{'a': {{'b': 1}}}} | combine({}1) }}}}",
@@ -171,7 +202,9 @@ mod tests {
             match on_small_stack(src.clone()) {
                 Ok(_) => assert!(src.len() < 4000, "{}", &src[..80]),
                 Err(e) => assert!(
-                    e.contains("operators, more than the 400") || e.contains("recursion"),
+                    e.contains("operators, more than the 400")
+                        || e.contains("brackets")
+                        || e.contains("recursion"),
                     "{}",
                     e
                 ),
