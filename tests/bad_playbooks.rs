@@ -544,3 +544,30 @@ fn empty_playbooks_have_nothing_to_do() {
     ));
     check(cases);
 }
+
+#[test]
+fn keywords_that_do_not_resolve_fail_the_task() {
+    check(vec![
+        case(
+            "any_errors_fatal undefined",
+            &[("site.yaml", &play("    - command: 'true'\n      any_errors_fatal: '{{ nope }}'\n"))],
+            2,
+            &["`nope` is undefined", "site.yaml:5:25", "in `any_errors_fatal`"],
+        ),
+        case(
+            "ignore_unreachable not a boolean",
+            &[("site.yaml", &play("    - command: 'true'\n      ignore_unreachable: '{{ \"maybe\" }}'\n"))],
+            2,
+            &["ignore_unreachable expects a boolean, found `maybe`"],
+        ),
+        case(
+            "omit falls back to the block's value",
+            &[(
+                "site.yaml",
+                &play("    - block:\n        - command: 'false'\n          ignore_errors: '{{ omit }}'\n        - debug: msg=after\n      ignore_errors: true\n"),
+            )],
+            0,
+            &["...ignoring", "after"],
+        ),
+    ]);
+}
