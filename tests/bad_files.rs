@@ -545,6 +545,27 @@ fn inventory_connection_values_are_checked_when_it_loads() {
         let r = expect(&p, &["run", "site.yaml", "-i", inv], 4, &phrases);
         assert!(!r.stdout.contains("UNREACHABLE"), "{}", r.describe());
     }
+    // Host ranges cannot ask for millions of hosts: one key, or many keys together.
+    p.file("ranges_mult.yaml", "all:\n  hosts:\n    h[0:999][0:999]:\n");
+    let many: String = (0..20)
+        .map(|i| format!("    h{i}x[00000:99999]:\n"))
+        .collect();
+    p.file("ranges_many.yaml", &format!("all:\n  hosts:\n{many}"));
+    expect(
+        &p,
+        &["run", "site.yaml", "-i", "ranges_mult.yaml"],
+        4,
+        &["more than 100000 hosts", "ranges_mult.yaml:3:5"],
+    );
+    expect(
+        &p,
+        &["run", "site.yaml", "-i", "ranges_many.yaml"],
+        4,
+        &[
+            "the inventory defines more than 100000 hosts",
+            "ranges_many.yaml:4:5",
+        ],
+    );
     // A templated value is checked once rendered: the host fails, it is not unreachable.
     p.file(
         "templated.yaml",

@@ -12,7 +12,7 @@ use crate::yaml::{Node, Yaml};
 
 use super::node::{key_span, scalar_name, vars_map};
 use super::ranges::expand_host;
-use super::{Inventory, ALL};
+use super::{too_many_hosts, Inventory, ALL, MAX_HOSTS};
 
 impl Inventory {
     /// Reads Ansible's YAML form: top-level groups (`all:` or others) with `hosts`,
@@ -80,6 +80,9 @@ impl Inventory {
                             None => VarMap::new(),
                         };
                         let (names, port) = expand_host(&raw, &span)?;
+                        if self.hosts.len().saturating_add(names.len()) > MAX_HOSTS {
+                            return Err(too_many_hosts(&span));
+                        }
                         if let Some(port) = port {
                             vars.entry("ansible_port".to_string())
                                 .or_insert(Value::from(port));

@@ -8,7 +8,7 @@ use crate::yaml::{Node, Yaml};
 
 use super::node::{check_keys, name_list, vars_map};
 use super::ranges::check_host_name;
-use super::{GroupDef, HostDef, Inventory, ALL};
+use super::{GroupDef, HostDef, Inventory, ALL, MAX_HOSTS};
 
 impl Inventory {
     /// Reads KubeKey's form: `kind: Inventory` with `spec: {hosts, groups, vars}`.
@@ -53,6 +53,9 @@ impl Inventory {
                     .help("write `hosts: {node1: {connector: {host: 10.0.0.1}}, node2: {}}`"));
             }
             for (name, node) in hosts.entries() {
+                if self.hosts.len() >= MAX_HOSTS {
+                    return Err(super::too_many_hosts(&node.span));
+                }
                 check_host_name(name, &node.span)?;
                 let vars = vars_map(node, &format!("host `{}`", name))?;
                 self.hosts.insert(

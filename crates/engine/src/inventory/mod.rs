@@ -69,6 +69,19 @@ pub struct Inventory {
     merged: HashMap<String, Arc<VarMap>>,
 }
 
+/// The most hosts an inventory may define: a few lines of host ranges (`h[00000:99999]`)
+/// could otherwise ask for millions, each with its variables and groups.
+pub const MAX_HOSTS: usize = 100_000;
+
+/// The error when a file defines more than [`MAX_HOSTS`] hosts, at the entry that does.
+fn too_many_hosts(span: &Span) -> Error {
+    Error::syntax(
+        format!("the inventory defines more than {} hosts", MAX_HOSTS),
+        span,
+    )
+    .help("split the inventory, or narrow the host ranges")
+}
+
 /// The top-level group, and the group of hosts in no other group: computed, never defined.
 const ALL: &str = "all";
 const UNGROUPED: &str = "ungrouped";

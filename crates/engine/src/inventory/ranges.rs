@@ -56,6 +56,9 @@ pub(super) fn check_host_name(name: &str, span: &Span) -> Result<()> {
     Ok(())
 }
 
+/// The most hosts one host key may expand to.
+const MAX_RANGE_HOSTS: usize = 100_000;
+
 /// Ansible's `expand_hostname_range`, recursively for several ranges.
 pub(super) fn expand_ranges(name: &str) -> std::result::Result<Vec<String>, String> {
     let Some(open) = name.find('[') else {
@@ -104,8 +107,8 @@ pub(super) fn expand_ranges(name: &str) -> std::result::Result<Vec<String>, Stri
         if b > e {
             return Err(format!("range start `{}` is after its end `{}`", beg, end));
         }
-        if (e - b) / step as u64 > 100_000 {
-            return Err("more than 100000 hosts".to_string());
+        if (e - b) / step as u64 >= MAX_RANGE_HOSTS as u64 {
+            return Err(format!("more than {} hosts", MAX_RANGE_HOSTS));
         }
         let width = if beg_str.len() > 1 && beg_str.starts_with('0') {
             beg_str.len()
@@ -125,6 +128,10 @@ pub(super) fn expand_ranges(name: &str) -> std::result::Result<Vec<String>, Stri
         );
     }
     let tails = expand_ranges(tail)?;
+    // Several ranges in one name multiply (`h[0:99999][0:99999]`): the cap is on the product.
+    if items.len().saturating_mul(tails.len()) > MAX_RANGE_HOSTS {
+        return Err(format!("more than {} hosts", MAX_RANGE_HOSTS));
+    }
     let mut out = Vec::new();
     for i in &items {
         for t in &tails {

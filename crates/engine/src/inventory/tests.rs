@@ -399,3 +399,23 @@ fn connection_values_are_checked_at_load() {
     assert_eq!(inv.host_vars("h3")["ansible_port"], json!(22));
     parse("kind: Inventory\nspec:\n  hosts:\n    n1: {connector: {type: ssh, port: 22}}\n    n2: {connector: {type: local}}\n").unwrap();
 }
+
+#[test]
+fn host_ranges_and_host_counts_are_capped() {
+    let e = parse("all:\n  hosts:\n    h[0:999][0:999]:\n").unwrap_err();
+    assert!(
+        e.message.contains("more than 100000 hosts"),
+        "{}",
+        e.message
+    );
+    let e = parse("all:\n  hosts:\n    a[00000:59999]:\n    b[00000:59999]:\n").unwrap_err();
+    assert!(
+        e.message
+            .contains("the inventory defines more than 100000 hosts"),
+        "{}",
+        e.message
+    );
+    assert!(e.render().contains("inv.yaml:4:5"), "{}", e.render());
+    let inv = parse("all:\n  hosts:\n    h[0:99999]:\n").unwrap();
+    assert_eq!(inv.host_names().len(), 100_000);
+}
