@@ -468,6 +468,14 @@ fn bad_options_exit_5_and_an_empty_limit_exits_1() {
         5,
         &["'--inventory <INVENTORY>'", "is a directory"],
     );
+    // A --set path as deep as a YAML file may nest, no deeper (it overflowed the stack).
+    let deep = format!("{}=1", vec!["a"; 20_000].join("."));
+    expect(
+        &p,
+        &["run", "site.yaml", "-i", "inv.yaml", "--set", &deep],
+        5,
+        &["nests more than 1000 deep"],
+    );
     expect(&p, &["frobnicate"], 5, &["unrecognized subcommand"]);
     expect(&p, &[], 5, &["Usage"]);
     // Every command that runs a playbook takes the same options the same way.

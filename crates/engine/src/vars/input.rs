@@ -331,6 +331,13 @@ fn parse_path(path: &str) -> std::result::Result<Vec<Seg>, String> {
             return Err("it must start with a name, not a number".into());
         }
     }
+    // The same depth a YAML file may nest to: values are walked recursively later.
+    if segs.len() > crate::yaml::MAX_DEPTH {
+        return Err(format!(
+            "it nests more than {} deep",
+            crate::yaml::MAX_DEPTH
+        ));
+    }
     Ok(segs)
 }
 
@@ -517,6 +524,15 @@ mod tests {
         );
         assert_eq!(set(&["l[0][1]=x"]), json!({"l": [[null, "x"]]}));
         assert_eq!(set(&["l.0.name=x"]), json!({"l": [{"name": "x"}]}));
+    }
+
+    #[test]
+    fn set_paths_are_bounded() {
+        let deep = format!("{}=1", vec!["a"; 20_000].join("."));
+        assert!(set_err(&deep).contains("nests more than 1000 deep"));
+        let ok = format!("{}=1", vec!["a"; 900].join("."));
+        set(&[&ok]);
+        assert!(set_err("a[999999999999]=1").contains("--set"));
     }
 
     #[test]
