@@ -364,12 +364,13 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
     );
 
     // --- an earlier installation on node2: a fake kubelet (a script printing a version, and a
-    // unit running `sleep`), first stopped, then running the wrong version ------------------
+    // unit running `sleep`) of a node that joined a cluster (kubelet.conf), first stopped,
+    // then running the wrong version ----------------------------------------------------------
     let fake = bed.ssh(
         1,
         "printf '#!/bin/sh\\necho Kubernetes v1.33.1\\n' > /usr/local/bin/kubelet && chmod +x /usr/local/bin/kubelet \
          && printf '[Unit]\\nDescription=fake kubelet\\n[Service]\\nExecStart=/bin/sleep infinity\\n' > /etc/systemd/system/kubelet.service \
-         && systemctl daemon-reload",
+         && mkdir -p /etc/kubernetes && touch /etc/kubernetes/kubelet.conf && systemctl daemon-reload",
     );
     assert!(fake.status.success(), "{fake:?}");
     let r = precheck(&bed, &NODES, GROUPS, "", &[]);
@@ -400,7 +401,7 @@ fn precheck_passes_healthy_hosts_and_fails_each_broken_setup_on_its_own_host() {
     );
     bed.ssh(
         1,
-        "systemctl stop kubelet; rm -f /etc/systemd/system/kubelet.service /usr/local/bin/kubelet; systemctl daemon-reload",
+        "systemctl stop kubelet; rm -f /etc/systemd/system/kubelet.service /usr/local/bin/kubelet /etc/kubernetes/kubelet.conf; systemctl daemon-reload",
     );
 
     // --- upstream bugs fixed -----------------------------------------------------------------
