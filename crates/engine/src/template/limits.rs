@@ -21,6 +21,10 @@ pub(crate) const MAX_TEXT: u64 = 100_000_000;
 /// The most items a lookup or filter generates (`sequence`, `product`).
 pub(crate) const MAX_ITEMS: u64 = 1_000_000;
 
+/// The longest regular expression a filter or test compiles (bytes): parsing one costs
+/// memory per character, and `regex_findall('x' * 10**8)` took gigabytes.
+pub(crate) const MAX_PATTERN: usize = 65_536;
+
 /// Checks a width-like number (`what` of `filter`): an integer in `0..=MAX_WIDTH`.
 pub(crate) fn width(filter: &str, what: &str, n: i128) -> Result<usize, Error> {
     if (0..=MAX_WIDTH as i128).contains(&n) {

@@ -6,6 +6,7 @@ use minijinja::value::{Kwargs, Rest};
 use minijinja::{Error, Value};
 
 use super::{arg, fail, py_str};
+use crate::template::limits;
 
 /// Compiles a Python regular expression with Ansible's `ignorecase`/`multiline` flags.
 pub(crate) fn py_regex(
@@ -14,6 +15,14 @@ pub(crate) fn py_regex(
     ignorecase: bool,
     multiline: bool,
 ) -> Result<fancy_regex::Regex, Error> {
+    if pattern.len() > limits::MAX_PATTERN {
+        return Err(fail(format!(
+            "{}: the regular expression is {} bytes; refusing more than {}",
+            filter,
+            pattern.len(),
+            limits::MAX_PATTERN
+        )));
+    }
     let mut p = String::new();
     if ignorecase {
         p.push_str("(?i)");

@@ -124,6 +124,14 @@ mod tests {
             ),
             ("{{ [1] | product(repeat=10**12) }}", "product: repeat"),
             ("{{ [1] | slice(10**12) | list }}", "slice: count"),
+            (
+                "{{ 'x' | regex_findall('x' * 10**8) }}",
+                "regex_findall: the regular expression",
+            ),
+            (
+                "{{ 'x' is match('x' * 10**6) }}",
+                "match: the regular expression",
+            ),
             ("{{ [1] | batch(10**12, 'x') | list }}", "batch: count"),
         ] {
             let e = render(tpl).unwrap_err();
