@@ -1,0 +1,9 @@
+//! cargo-fuzz target `inventory`: kk_engine::fuzzing::Target::Inventory (see tests/fuzz.rs for the
+//! seeded run of the same entry point).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(problem) = kk_engine::fuzzing::Target::Inventory.run(data) {
+        panic!("{}", problem);
+    }
+});

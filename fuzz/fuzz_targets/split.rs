@@ -1,0 +1,9 @@
+//! cargo-fuzz target `split`: kk_engine::fuzzing::Target::Split (see tests/fuzz.rs for the
+//! seeded run of the same entry point).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(problem) = kk_engine::fuzzing::Target::Split.run(data) {
+        panic!("{}", problem);
+    }
+});
