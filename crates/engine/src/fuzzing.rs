@@ -302,3 +302,46 @@ pub fn split(data: &[u8]) -> Result<(), String> {
     let _ = crate::project::kv::parse_kv(&s, false);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Generated templates must never run a command or read the controller's files.
+    #[test]
+    fn the_sandbox_refuses_lookups_that_touch_the_controller() {
+        for src in [
+            "{{ lookup('pipe', 'touch /tmp/kk-fuzz-must-not-exist') }}",
+            "{{ query('ansible.builtin.pipe', 'true') }}",
+            "{{ q('file', '/etc/hostname') }}",
+            "{{ lookup('env', 'HOME') }}",
+            "{{ lookup('template', '/etc/hostname') }}",
+            "{{ lookup('first_found', ['/etc/hostname']) }}",
+        ] {
+            let e = templar().render_str(src, variables()).unwrap_err();
+            assert!(
+                e.render().contains("is disabled here"),
+                "{}: {}",
+                src,
+                e.render()
+            );
+        }
+        assert!(!std::path::Path::new("/tmp/kk-fuzz-must-not-exist").exists());
+        assert_eq!(
+            templar()
+                .render_str("{{ query('sequence', 'count=2') }}", variables())
+                .unwrap(),
+            serde_json::json!(["1", "2"])
+        );
+    }
+
+    #[test]
+    fn every_target_takes_empty_and_odd_input() {
+        for t in Target::ALL {
+            for input in [&b""[..], b"\xff\xfe", b"{{", b"- [", b"a=", b"\0"] {
+                t.run(input)
+                    .unwrap_or_else(|e| panic!("{}: {:?}: {}", t.name(), input, e));
+            }
+        }
+    }
+}
