@@ -44,7 +44,7 @@ impl Inventory {
 
     /// Reads one group of Ansible's YAML form (`hosts`, `children`, `vars`), in file key order.
     fn ansible_group(&mut self, gname: &str, node: &Node, depth: usize) -> Result<()> {
-        if depth > 64 {
+        if depth > super::derive::MAX_GROUP_DEPTH {
             return Err(Error::syntax(
                 "groups are nested more than 64 deep",
                 &node.span,
@@ -91,9 +91,7 @@ impl Inventory {
                             self.add_host_def(&h, &vars, Some(&span));
                             if gname != ALL {
                                 let g = self.groups.entry(gname.to_string()).or_default();
-                                if !g.hosts.contains(&h) {
-                                    g.hosts.push(h);
-                                }
+                                g.hosts.insert(h);
                             }
                         }
                     }
@@ -111,9 +109,9 @@ impl Inventory {
                         self.groups.entry(child.clone()).or_default();
                         if gname != ALL {
                             let g = self.groups.entry(gname.to_string()).or_default();
-                            if !g.children.iter().any(|(n, _)| *n == child) {
-                                g.children.push((child.clone(), Some(span.clone())));
-                            }
+                            g.children
+                                .entry(child.clone())
+                                .or_insert_with(|| Some(span.clone()));
                         }
                         if let Some(n) = child_node {
                             self.ansible_group(&child, n, depth + 1)?;

@@ -15,6 +15,9 @@ use crate::vars::{merge_maps, VarMap};
 
 use super::{Inventory, ALL, UNGROUPED};
 
+/// How deep child groups may nest (as groups nested in Ansible's YAML form).
+pub(super) const MAX_GROUP_DEPTH: usize = 64;
+
 impl Inventory {
     /// Recomputes members, group names and merged variables from the definitions.
     pub(super) fn rebuild(&mut self) -> Result<()> {
@@ -76,27 +79,27 @@ impl Inventory {
             .get(UNGROUPED)
             .map(|g| g.hosts.iter().collect())
             .unwrap_or_default();
-        let member_sets: HashMap<&String, HashSet<&String>> = order
-            .iter()
-            .map(|(_, _, g)| {
-                let set: HashSet<&String> = if *g == UNGROUPED {
-                    direct_ungrouped.clone()
-                } else {
-                    members
-                        .get(*g)
-                        .map(|m| m.iter().collect())
-                        .unwrap_or_default()
-                };
-                (*g, set)
-            })
-            .collect();
+        // Each host's groups in precedence order, from the memberships (not every host
+        // against every group: that is hosts × groups).
+        let mut host_groups: HashMap<&String, Vec<&String>> = HashMap::new();
+        for (_, _, g) in &order {
+            let hosts: Vec<&String> = if *g == UNGROUPED {
+                direct_ungrouped.iter().copied().collect()
+            } else {
+                members
+                    .get(*g)
+                    .map(|m| m.iter().collect())
+                    .unwrap_or_default()
+            };
+            for h in hosts {
+                host_groups.entry(h).or_default().push(*g);
+            }
+        }
         let mut merged = HashMap::new();
         for (h, def) in &self.hosts {
             let mut vars = self.all_vars.clone();
-            for (_, _, g) in &order {
-                if member_sets[g].contains(h) {
-                    merge_maps(&mut vars, &self.groups[*g].vars);
-                }
+            for g in host_groups.get(h).map(Vec::as_slice).unwrap_or_default() {
+                merge_maps(&mut vars, &self.groups[*g].vars);
             }
             merge_maps(&mut vars, &def.vars);
             if h == "localhost" && !says_connection(&vars) {
@@ -165,6 +168,20 @@ impl Inventory {
         }
         state.insert(g, 1);
         path.push(g);
+        // Groups are walked recursively (here, for members and for depths): a chain of
+        // child groups is bounded like a nesting of them in Ansible's YAML form.
+        if path.len() > MAX_GROUP_DEPTH {
+            let e = Error::new(
+                ErrorKind::Syntax,
+                format!(
+                    "child groups nest more than {} deep: {} -> …",
+                    MAX_GROUP_DEPTH,
+                    path[..3].join(" -> ")
+                ),
+            )
+            .help("flatten the groups: a group may list the hosts of its children itself");
+            return Err(e.at_opt(via));
+        }
         if let Some(def) = self.groups.get(g) {
             for (c, span) in &def.children {
                 self.visit(c, span.as_ref(), state, path)?;

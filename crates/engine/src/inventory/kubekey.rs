@@ -76,6 +76,9 @@ impl Inventory {
         if !matches!(groups.value, Yaml::Map(_)) {
             return Err(groups.expected("a mapping of group names for `spec.groups`"));
         }
+        // Looked up once per child group named: a set, not a walk of the mapping.
+        let group_names: std::collections::HashSet<&str> =
+            groups.entries().iter().map(|(k, _)| k.as_str()).collect();
         for (gname, gnode) in groups.entries() {
             if gname == ALL {
                 return Err(Error::syntax(
@@ -120,15 +123,13 @@ impl Inventory {
                                 return Err(e);
                             }
                         }
-                        if !def.hosts.contains(&h) {
-                            def.hosts.push(h);
-                        }
+                        def.hosts.insert(h);
                     }
                 }
                 if let Some(children) = gnode.get("groups") {
                     for (c, span) in name_list(children, &format!("`groups` of group `{}`", gname))?
                     {
-                        if groups.get(&c).is_none() {
+                        if !group_names.contains(c.as_str()) {
                             let mut e = Error::syntax(
                                 format!("group `{}` has child group `{}`, which is not defined in `spec.groups`", gname, c),
                                 &span,
@@ -140,9 +141,7 @@ impl Inventory {
                             }
                             return Err(e);
                         }
-                        if !def.children.iter().any(|(n, _)| *n == c) {
-                            def.children.push((c, Some(span)));
-                        }
+                        def.children.entry(c).or_insert(Some(span));
                     }
                 }
                 if let Some(vars) = gnode.get("vars") {

@@ -44,10 +44,11 @@ struct HostDef {
 /// A group as the inventory defines it (before resolving children).
 #[derive(Debug, Clone, Default)]
 struct GroupDef {
-    /// Hosts listed directly, in file order, de-duplicated.
-    hosts: Vec<String>,
+    /// Hosts listed directly, in file order, de-duplicated (a set: a group may list
+    /// 100,000 hosts, and each addition checks for a duplicate).
+    hosts: IndexSet<String>,
     /// Child groups in file order, each with where it was named.
-    children: Vec<(String, Option<Span>)>,
+    children: IndexMap<String, Option<Span>>,
     /// Group variables.
     vars: VarMap,
 }
@@ -251,9 +252,7 @@ impl Inventory {
             return Ok(());
         }
         let g = self.groups.entry(group.to_string()).or_default();
-        if !g.hosts.iter().any(|h| h == host) {
-            g.hosts.push(host.to_string());
-        }
+        g.hosts.insert(host.to_string());
         Ok(())
     }
 }

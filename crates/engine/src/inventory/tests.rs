@@ -419,3 +419,28 @@ fn host_ranges_and_host_counts_are_capped() {
     let inv = parse("all:\n  hosts:\n    h[0:99999]:\n").unwrap();
     assert_eq!(inv.host_names().len(), 100_000);
 }
+
+#[test]
+fn long_group_chains_and_big_groups() {
+    let mut text = String::from("kind: Inventory\nspec:\n  hosts:\n    h1: {}\n  groups:\n");
+    for i in 0..5_000 {
+        text.push_str(&format!("    g{i}: {{groups: [g{}]}}\n", i + 1));
+    }
+    text.push_str("    g5000: {hosts: [h1]}\n");
+    let e = parse(&text).unwrap_err();
+    assert!(
+        e.message
+            .contains("child groups nest more than 64 deep: g0 -> g1 -> g2"),
+        "{}",
+        e.message
+    );
+    assert!(e.render().contains("inv.yaml:69:"), "{}", e.render());
+    let started = std::time::Instant::now();
+    let inv = parse(
+        "all:\n  children:\n    web:\n      hosts:\n        h[00000:49999]:\n      vars: {x: 1}\n",
+    )
+    .unwrap();
+    assert_eq!(inv.groups()["web"].len(), 50_000);
+    assert_eq!(inv.host_vars("h49999")["x"], json!(1));
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+}
