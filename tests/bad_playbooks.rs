@@ -571,3 +571,68 @@ fn keywords_that_do_not_resolve_fail_the_task() {
         ),
     ]);
 }
+
+/// 99 levels (under the limit) and 1000 (over it) on a 1 MiB main-thread stack, an eighth
+/// of the usual: the loader, the executor and cloning a block's tasks continue on heap
+/// segments, so a small stack never aborts a run (tokio's workers have 2 MiB).
+#[test]
+fn deep_playbooks_fit_a_small_stack() {
+    let blocks = |n: usize| {
+        let mut s = String::new();
+        for i in 0..n {
+            s.push_str(&format!("{}- block:\n", "  ".repeat(i + 2)));
+        }
+        s.push_str(&format!("{}- debug: msg=deep\n", "  ".repeat(n + 2)));
+        play(&s)
+    };
+    let includes = |n: usize| {
+        chain(
+            n,
+            |i| format!("t{}.yaml", i),
+            |i| format!("- include_tasks: t{}.yaml\n", i),
+        )
+    };
+    let runs: Vec<(String, String, Vec<(String, String)>, i32)> = vec![
+        ("99 blocks".into(), blocks(99), vec![], 0),
+        (
+            "99 includes".into(),
+            play("    - include_tasks: t0.yaml\n"),
+            includes(99),
+            0,
+        ),
+        (
+            "1000 includes".into(),
+            play("    - include_tasks: t0.yaml\n"),
+            includes(1000),
+            2,
+        ),
+    ];
+    for (name, site, files, code) in runs {
+        let p = Project::new();
+        p.file("inventory.yaml", LOCAL_INVENTORY);
+        p.file("site.yaml", &site);
+        for (f, c) in &files {
+            p.file(f, c);
+        }
+        let out = std::process::Command::new("timeout")
+            .args([
+                "60",
+                "prlimit",
+                "--stack=1048576:1048576",
+                "--as=1073741824",
+                "--",
+            ])
+            .arg(env!("CARGO_BIN_EXE_kk"))
+            .args(["run", "site.yaml", "-i", "inventory.yaml"])
+            .current_dir(p.path(""))
+            .output()
+            .expect("run kk under prlimit");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(code), "{}: {}", name, all);
+        assert!(!all.contains("overflowed its stack"), "{}: {}", name, all);
+    }
+}

@@ -155,7 +155,7 @@ pub struct Task {
 }
 
 /// The kinds of task-list entries.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum TaskKind {
     /// A module call with untemplated arguments.
     Module {
@@ -195,6 +195,46 @@ pub enum TaskKind {
     },
     /// `meta: flush_handlers | end_play | end_host | noop | clear_host_errors | refresh_inventory`.
     Meta(String),
+}
+
+/// Cloning a block clones the task lists nested in it, as deeply as they nest: on a fresh
+/// stack segment when the thread's runs low (see [`crate::depth`]).
+impl Clone for TaskKind {
+    fn clone(&self) -> TaskKind {
+        match self {
+            TaskKind::Block {
+                block,
+                rescue,
+                always,
+                role,
+            } => crate::depth::grow(|| TaskKind::Block {
+                block: block.clone(),
+                rescue: rescue.clone(),
+                always: always.clone(),
+                role: role.clone(),
+            }),
+            TaskKind::Module { module, args } => TaskKind::Module {
+                module: module.clone(),
+                args: args.clone(),
+            },
+            TaskKind::IncludeTasks { file, role } => TaskKind::IncludeTasks {
+                file: file.clone(),
+                role: role.clone(),
+            },
+            TaskKind::IncludeRole {
+                name,
+                tasks_from,
+                vars_from,
+                defaults_from,
+            } => TaskKind::IncludeRole {
+                name: name.clone(),
+                tasks_from: tasks_from.clone(),
+                vars_from: vars_from.clone(),
+                defaults_from: defaults_from.clone(),
+            },
+            TaskKind::Meta(m) => TaskKind::Meta(m.clone()),
+        }
+    }
 }
 
 /// Keywords that belong to tasks only (not inherited).
