@@ -8,8 +8,8 @@
 //! The run happens in a child process with its address space capped (`prlimit --as`)
 //! and a deadline, so a runaway allocation or a hang fails the test instead of the
 //! machine. `KK_FUZZ_ITERATIONS` (per target) and `KK_FUZZ_SEED` make a longer or
-//! different run. A crash it ever found is kept under `tests/fuzz/regressions/<target>/`
-//! and replayed first.
+//! different run, `KK_FUZZ_TARGETS=template,filter` a narrower one. A crash it ever
+//! found is kept under `tests/fuzz/regressions/<target>/` and replayed first.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -111,7 +111,12 @@ fn seeded_child() {
             *PANIC_AT.lock().unwrap_or_else(|e| e.into_inner()) = l.to_string();
         }
     }));
+    // `KK_FUZZ_TARGETS=pattern,split` runs only those.
+    let only = std::env::var("KK_FUZZ_TARGETS").unwrap_or_default();
     for target in Target::ALL {
+        if !only.is_empty() && !only.split(',').any(|t| t == target.name()) {
+            continue;
+        }
         let t0 = Instant::now();
         let mut inputs = regressions(target);
         let replayed = inputs.len();
