@@ -592,26 +592,27 @@ fn deep_playbooks_fit_a_small_stack() {
             |i| format!("- include_tasks: t{}.yaml\n", i),
         )
     };
-    let runs: Vec<(String, String, Vec<(String, String)>, i32)> = vec![
-        ("99 blocks".into(), blocks(99), vec![], 0),
-        (
-            "99 includes".into(),
-            play("    - include_tasks: t0.yaml\n"),
+    let runs = vec![
+        case("99 blocks", &[("site.yaml", &blocks(99))], 0, &["deep"]),
+        deep_case(
+            "99 includes",
+            &play("    - include_tasks: t0.yaml\n"),
             includes(99),
             0,
+            &["deep"],
         ),
-        (
-            "1000 includes".into(),
-            play("    - include_tasks: t0.yaml\n"),
+        deep_case(
+            "1000 includes",
+            &play("    - include_tasks: t0.yaml\n"),
             includes(1000),
             2,
+            &["tasks nest too deeply"],
         ),
     ];
-    for (name, site, files, code) in runs {
+    for case in runs {
         let p = Project::new();
         p.file("inventory.yaml", LOCAL_INVENTORY);
-        p.file("site.yaml", &site);
-        for (f, c) in &files {
+        for (f, c) in &case.files {
             p.file(f, c);
         }
         let out = std::process::Command::new("timeout")
@@ -632,7 +633,21 @@ fn deep_playbooks_fit_a_small_stack() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(out.status.code(), Some(code), "{}: {}", name, all);
-        assert!(!all.contains("overflowed its stack"), "{}: {}", name, all);
+        assert_eq!(out.status.code(), Some(case.code), "{}: {}", case.name, all);
+        for e in &case.expect {
+            assert!(
+                all.contains(e.as_str()),
+                "{}: missing {:?}: {}",
+                case.name,
+                e,
+                all
+            );
+        }
+        assert!(
+            !all.contains("overflowed its stack"),
+            "{}: {}",
+            case.name,
+            all
+        );
     }
 }
