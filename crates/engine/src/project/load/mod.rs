@@ -22,7 +22,7 @@ mod notify;
 mod roles;
 mod task;
 
-pub use notify::{check_notify, handler_names, unknown_handler};
+pub use notify::{check_notify, flatten_handlers, handler_names, unknown_handler};
 
 /// Loads files, remembering what the current file and role are.
 #[derive(Debug, Clone)]
@@ -176,7 +176,7 @@ impl Loader {
                 _ => return Err(vf.expected("a list of files")),
             }
         }
-        let mut handlers = self.parse_task_list(node.get("handlers"), &ctx)?;
+        let mut handlers = flatten_handlers(self.parse_task_list(node.get("handlers"), &ctx)?);
         let mut roles = Vec::new();
         if let Some(r) = node.get("roles") {
             let Yaml::Seq(items) = &r.value else {

@@ -8,6 +8,47 @@ use crate::error::{did_you_mean, Error, Result};
 use crate::project::{Task, TaskKind};
 use crate::template::is_template;
 
+/// The handlers of a list as flush_handlers sees them: an unnamed block without rescue or
+/// always (what `import_tasks` of a handlers file, or a `block:` in `handlers:`, loads)
+/// gives its tasks as handlers of their own, each wrapped in a block that keeps the
+/// outer entry's keywords, so each is notified by its own name or topic, as in Ansible.
+pub fn flatten_handlers(handlers: Vec<Task>) -> Vec<Task> {
+    let mut out = Vec::new();
+    for h in handlers {
+        let outer = match &h.kind {
+            TaskKind::Block {
+                block,
+                rescue,
+                always,
+                role: None,
+            } if h.name.is_none() && rescue.is_empty() && always.is_empty() => block.clone(),
+            _ => {
+                out.push(h);
+                continue;
+            }
+        };
+        for inner in flatten_handlers(outer) {
+            out.push(Task {
+                name: inner.name.clone(),
+                own: crate::project::TaskOwn {
+                    listen: inner.own.listen.clone(),
+                    ..Default::default()
+                },
+                attrs: h.attrs.clone(),
+                span: inner.span.clone(),
+                dir: inner.dir.clone(),
+                kind: TaskKind::Block {
+                    block: vec![inner],
+                    rescue: Vec::new(),
+                    always: Vec::new(),
+                    role: None,
+                },
+            });
+        }
+    }
+    out
+}
+
 /// The names a play's handlers answer to: each handler's name, `role : name` for a role's
 /// handler, and every `listen` topic. `None` when a handler's name is templated (Ansible
 /// renders those when it matches; kk cannot know them before the run).

@@ -301,13 +301,13 @@ impl Loader {
         // Role handlers join the play's, each wrapped so it runs with the role's variables.
         let hdir = scope.role.path.join("handlers");
         if let Some(h) = resolve_first(&[hdir.join("main.yaml"), hdir.join("main.yml")]) {
-            for t in self.load_task_file(
+            for t in super::flatten_handlers(self.load_task_file(
                 &h,
                 Some(scope.clone()),
                 &stack,
                 role_ctx.depth,
                 Some(&item.span),
-            )? {
+            )?) {
                 handlers.push(Task {
                     name: t.name.clone(),
                     own: TaskOwn {
