@@ -428,6 +428,15 @@ fn values_ansible_refuses_are_refused_at_load() {
             &["bounced"],
         ),
         case(
+            "notify a handler from an imported handlers file",
+            &[
+                ("site.yaml", &format!("{}  handlers:\n    - import_tasks: h.yaml\n", play("    - command: 'true'\n      notify: [hh, topic]\n"))),
+                ("h.yaml", "- name: hh\n  debug: msg=from_import\n- name: hl\n  debug: msg=from_listen\n  listen: topic\n"),
+            ],
+            0,
+            &["from_import", "from_listen"],
+        ),
+        case(
             "notify no such handler in an included file",
             &[("site.yaml", &format!("{}{}", play("    - include_tasks: inc.yaml\n"), handlers)), ("inc.yaml", "- command: 'true'\n  notify: nope\n")],
             2,
