@@ -505,6 +505,32 @@ fn template_file_errors_point_into_the_file() {
             &["`nope` is undefined", "templates/undef.j2:2:6"],
         ),
         case(
+            "syntax error in a src rendered with trim_blocks: false",
+            &[
+                (
+                    "site.yaml",
+                    &play("    - template: {src: bad.j2, dest: '{{ playbook_dir }}/out.txt', trim_blocks: false}\n"),
+                ),
+                ("templates/bad.j2", bad),
+            ],
+            2,
+            &["unexpected end of variable block", "templates/bad.j2:4:14"],
+        ),
+        case(
+            // The other whitespace syntax renders through the same guards (it once bypassed
+            // them: 20,000 operators overflowed the stack).
+            "operator chain in a src rendered with lstrip_blocks: true",
+            &[
+                (
+                    "site.yaml",
+                    &play("    - template: {src: deep.j2, dest: '{{ playbook_dir }}/out.txt', lstrip_blocks: true}\n"),
+                ),
+                ("templates/deep.j2", &format!("{{{{ 1{} }}}}\n", " + 1".repeat(20_000))),
+            ],
+            2,
+            &["operators, more than the"],
+        ),
+        case(
             "syntax error in lookup('template')",
             &[
                 (

@@ -10,7 +10,6 @@ use super::plan::{Plan, PlanApply};
 use super::remote::Attrs;
 use super::{ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
-use crate::template::{convert_error, convert_file_error};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,36 +121,26 @@ fn render(ctx: &ModuleContext, p: &Parsed) -> Result<PutSpec> {
         ansible_managed => "Ansible managed",
     };
     let context = minijinja::value::merge_maps([extras, ctx.vars.clone()]);
-    let trim = a.trim_blocks.0;
-    let lstrip = a.lstrip_blocks.0;
-    let rendered = if trim && !lstrip {
-        ctx.templar.render_file(&path, &source, &context)
-    } else {
-        // Non-default whitespace control: a copy of the environment with other syntax.
-        let mut env = ctx.templar.env().clone();
-        let syntax = minijinja::syntax::SyntaxConfig::builder()
-            .trim_blocks(trim)
-            .lstrip_blocks(lstrip)
-            .keep_trailing_newline(false)
-            .build()
-            .map_err(|e| convert_error(e, &source))?;
-        env.set_syntax(syntax);
-        env.render_str(&source, &context)
-            .map(|r| crate::template::preserve_trailing_newlines(&source, r))
-            .map_err(|e| convert_file_error(e, &path, &source))
-    }
-    .map_err(|e| {
-        // Located in the template file itself; the task that rendered it is a note.
-        let e = match &ctx.span {
-            Some(task) => e.note(format!(
-                "rendering template {} for the task at {}",
-                path.display(),
-                task
-            )),
-            None => e.note(format!("while rendering template {}", path.display())),
-        };
-        e.at_opt(ctx.span.as_ref())
-    })?;
+    let rendered = ctx
+        .templar
+        .render_file(
+            &path,
+            &source,
+            &context,
+            (a.trim_blocks.0, a.lstrip_blocks.0),
+        )
+        .map_err(|e| {
+            // Located in the template file itself; the task that rendered it is a note.
+            let e = match &ctx.span {
+                Some(task) => e.note(format!(
+                    "rendering template {} for the task at {}",
+                    path.display(),
+                    task
+                )),
+                None => e.note(format!("while rendering template {}", path.display())),
+            };
+            e.at_opt(ctx.span.as_ref())
+        })?;
     let rendered = match a.newline_sequence {
         None | Some(Newline::Lf) => rendered,
         Some(Newline::CrLf) => rendered.replace("\r\n", "\n").replace('\n', "\r\n"),

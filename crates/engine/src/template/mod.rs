@@ -294,17 +294,35 @@ impl Templar {
     }
 
     /// [`Templar::render_text`] for the text of a template FILE at `path`: its errors
-    /// point at the file's own line and column (see [`convert_file_error`]).
+    /// point at the file's own line and column (see [`convert_file_error`]). The
+    /// template module's `trim_blocks`/`lstrip_blocks` other than Ansible's defaults
+    /// (true, false) render with a copy of the environment under that syntax, through
+    /// the same guards.
     pub fn render_file(
         &self,
         path: &std::path::Path,
         s: &str,
         ctx: &minijinja::Value,
+        (trim_blocks, lstrip_blocks): (bool, bool),
     ) -> Result<String> {
         depth::check(s, false)?;
         let guarded = chain::guard_chains(s, false);
-        self.env
-            .render_str(&guarded, ctx)
+        let other;
+        let env = if trim_blocks && !lstrip_blocks {
+            &self.env
+        } else {
+            let syntax = minijinja::syntax::SyntaxConfig::builder()
+                .trim_blocks(trim_blocks)
+                .lstrip_blocks(lstrip_blocks)
+                .keep_trailing_newline(false)
+                .build()
+                .map_err(|e| convert_file_error(e, path, s))?;
+            let mut env = self.env.clone();
+            env.set_syntax(syntax);
+            other = env;
+            &other
+        };
+        env.render_str(&guarded, ctx)
             .map(|r| preserve_trailing_newlines(s, r))
             // The rewrite adds no line breaks: lines match the file, columns nearly.
             .map_err(|e| convert_file_error(e, path, &guarded))
