@@ -283,14 +283,21 @@ pub fn pattern(data: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// The `k=v` splitter: `split_args` keeps every byte (its pieces join back to the
-/// input when it has no line continuation), and `parse_kv` takes any text.
+/// The `k=v` splitter: `split_args` keeps every byte but the spaces that start a line,
+/// as Ansible's does (its pieces join back to the input when it has no line
+/// continuation), and `parse_kv` takes any text.
 pub fn split(data: &[u8]) -> Result<(), String> {
     let s = text(data);
     let (pieces, _) = crate::ansible::split_args(&s);
     if !s.contains('\\') {
         let joined = crate::ansible::join_args(&pieces);
-        if joined != s {
+        let bare = |t: &str| {
+            t.split('\n')
+                .map(|l| l.trim_start_matches(' '))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        if bare(&joined) != bare(&s) {
             return Err(format!(
                 "join_args(split_args(s)) != s: {:?} gave {:?}",
                 s, joined
