@@ -601,6 +601,20 @@ fn inventory_connection_values_are_checked_when_it_loads() {
         0,
         &["ok=1"],
     );
+    // 50,000 hosts written one per key (each key's place was found by walking the file).
+    let listed: String = (0..50_000)
+        .map(|i| format!("    n{i}: {{x: {i}}}\n"))
+        .collect();
+    p.file(
+        "listed.yaml",
+        &format!("all:\n  vars: {{ansible_connection: local}}\n  hosts:\n{listed}"),
+    );
+    expect(
+        &p,
+        &["run", "site.yaml", "-i", "listed.yaml", "--limit", "n1"],
+        0,
+        &["ok=1"],
+    );
     // A templated value is checked once rendered: the host fails, it is not unreachable.
     p.file(
         "templated.yaml",

@@ -28,22 +28,26 @@ pub(super) fn check_keys(node: &Node, valid: &[&str], what: &str) -> Result<()> 
     Ok(())
 }
 
+/// How many lines above its value [`key_span`] looks for a key.
+const KEY_LOOKBACK: usize = 50;
+
 /// Where a mapping key is written. The YAML tree keeps only values' positions, and a
 /// null value's position is wherever the parser noticed it (often the next line), so
 /// look for `key:` between the mapping's start and the value, nearest first; fall back
 /// to the value's position.
 pub(super) fn key_span(map: &Node, key: &str, value: &Node) -> Span {
     let file = &value.span.file;
-    let lines: Vec<&str> = file.text.lines().collect();
-    let first = map.span.line.max(1);
-    let last = value.span.line.max(first);
+    // The key is on the value's line or a few before it: look no further back than that,
+    // so a mapping of 100,000 keys is not 100,000 walks of the file.
+    let last = value.span.line.max(1);
+    let first = map.span.line.max(1).max(last.saturating_sub(KEY_LOOKBACK));
     let candidates = [
         format!("{}:", key),
         format!("\"{}\":", key),
         format!("'{}':", key),
     ];
     for ln in (first..=last).rev() {
-        let Some(line) = lines.get(ln - 1) else {
+        let Some(line) = file.line(ln) else {
             continue;
         };
         for cand in &candidates {
