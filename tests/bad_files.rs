@@ -260,6 +260,16 @@ fn endless_and_huge_files_stop_at_the_limit() {
         4,
         &[limit, "big.yaml"],
     );
+    p.file(
+        "vars_zero.yaml",
+        "- hosts: all\n  gather_facts: false\n  vars_files: [/dev/zero]\n  tasks:\n    - debug: {msg: hi}\n",
+    );
+    expect(
+        &p,
+        &["run", "vars_zero.yaml", "-i", "inv.yaml"],
+        4,
+        &[limit, "/dev/zero"],
+    );
     // A lookup fails its task, not the run's memory.
     p.file(
         "lookup.yaml",

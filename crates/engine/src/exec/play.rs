@@ -213,7 +213,9 @@ impl Runner {
                     let Some(path) = candidates
                         .iter()
                         .map(|c| play.dir.join(c))
-                        .find(|p| p.is_file())
+                        // Any file but a directory (a device or FIFO reaches the reader,
+                        // which caps what it takes), as Ansible's path_exists.
+                        .find(|p| p.exists() && !p.is_dir())
                     else {
                         return Err(Error::new(
                             ErrorKind::Io,
