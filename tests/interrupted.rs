@@ -472,7 +472,7 @@ fn create_cluster_interrupted_again_and_again_then_completed() {
         if bg.running() && !remote_processes(&bed).is_empty() {
             seen_remote += 1;
         }
-        let finished = !bg.running();
+        let mut finished = !bg.running();
         match stop {
             Stop::Int => bg.signal("INT"),
             Stop::Term => bg.signal("TERM"),
@@ -483,6 +483,8 @@ fn create_cluster_interrupted_again_and_again_then_completed() {
                     .expect("kill the host's SSH sessions");
                 dropped += String::from_utf8_lossy(&out.stdout).lines().count();
                 std::thread::sleep(Duration::from_millis(rng.u64(100..800)));
+                // The run may have reached its end meanwhile (then it is not a stop).
+                finished |= !bg.running();
                 bg.signal("INT");
             }
             Stop::Reboot => {

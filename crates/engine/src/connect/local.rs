@@ -76,9 +76,6 @@ impl Connection for LocalConnection {
                 format!("cannot start /bin/sh on the controller: {e}"),
             )
         })?;
-        // The command runs in its own process group; if the run stops waiting for it
-        // (timeout, Ctrl-C), the whole group is killed, not only the shell.
-        let mut group = child.id().map(|pid| GroupGuard(pid as i32));
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let mut input = Vec::new();
         if let Some(b) = &req.become_ {
@@ -97,6 +94,11 @@ impl Connection for LocalConnection {
         // Both streams read at once (a full pipe would block the command), each kept
         // whole or bounded as the request says, then the exit status.
         let (mut out_pipe, mut err_pipe) = (child.stdout.take(), child.stderr.take());
+        // The command runs in its own process group; if the run stops waiting for it
+        // (timeout, Ctrl-C), the whole group is stopped, not only the shell. Declared after
+        // the pipes so it is dropped before them: a shell whose stderr is already closed
+        // dies of SIGPIPE (printing "Terminated") before its TERM trap can clean up.
+        let mut group = child.id().map(|pid| GroupGuard(pid as i32));
         let keep = req.keep;
         let wait = async {
             let read_out = async {
@@ -210,4 +212,40 @@ fn group_running(pgid: i32) -> bool {
         let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
         state != "Z" && pgrp == Some(pgid)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A command stopped before it ends gets TERM first: its shell's traps run (kk's write
+    /// scripts remove their temp file there), then what is left is killed.
+    #[tokio::test]
+    async fn a_dropped_command_is_terminated_so_its_traps_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("tmp");
+        let log = dir.path().join("log");
+        let script = format!(
+            "(trap 'rm -f {f}; echo exit >> {log}' EXIT; trap 'exit 143' TERM; touch {f}; sleep 30; true)",
+            f = f.display(),
+            log = log.display()
+        );
+        let c = LocalConnection::new();
+        let req = ExecRequest::script(script);
+        let run = c.exec(&req);
+        let stopped = tokio::time::timeout(std::time::Duration::from_millis(500), run).await;
+        assert!(stopped.is_err());
+        assert!(!f.exists(), "the temp file is left");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "exit\n");
+        // And the group helper sees a running group.
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        assert!(group_running(child.id() as i32));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }

@@ -444,6 +444,7 @@ umask 077
 cfg=$(mktemp "${TMPDIR:-/tmp}/.kk_curl.XXXXXXXX") || exit 70
 cfg2="$cfg.sums"; hdr="$cfg.hdr"; sums="$cfg.body"; tmp=
 trap 'rm -f "$cfg" "$cfg2" "$hdr" "$sums" ${tmp:+"$tmp"}' EXIT
+trap '' PIPE
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM

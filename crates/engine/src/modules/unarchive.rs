@@ -357,6 +357,7 @@ else
 fi
 arch="$work.archive"
 trap 'rm -rf "$work" "$arch" "$arch.l" "$arch.list"' EXIT
+trap '' PIPE
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM

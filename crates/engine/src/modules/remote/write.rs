@@ -94,7 +94,10 @@ done
 
 /// Makes the shell remove its temp file when it is stopped by a signal too (`EXIT` alone
 /// does not run when `sh` dies of one), e.g. when kk is interrupted and stops its commands.
-pub const TRAP_SIGNALS: &str = "trap 'exit 129' HUP\ntrap 'exit 130' INT\ntrap 'exit 143' TERM\n";
+/// SIGPIPE is ignored: once kk is gone the script's stdout/stderr are closed pipes, and
+/// the shell would die of the first message it writes there before its trap ran.
+pub const TRAP_SIGNALS: &str =
+    "trap '' PIPE\ntrap 'exit 129' HUP\ntrap 'exit 130' INT\ntrap 'exit 143' TERM\n";
 
 /// The script of [`write_file`] (data on stdin), ending with one stat record of `path`.
 ///
