@@ -229,6 +229,10 @@ fn regressions(target: Target) -> Vec<Vec<u8>> {
     files
         .iter()
         .filter(|p| p.extension().is_none_or(|e| e != "md"))
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
         .filter_map(|p| std::fs::read(p).ok())
         .collect()
 }
