@@ -289,16 +289,7 @@ impl ModuleContext {
         script: impl Into<String>,
         stdin: Option<Vec<u8>>,
     ) -> Result<ExecOutput> {
-        self.conn
-            .exec(&ExecRequest {
-                script: script.into(),
-                stdin,
-                env: self.env.clone(),
-                become_: self.become_.clone(),
-                timeout: self.timeout,
-                keep: None,
-            })
-            .await
+        self.exec_keeping(script.into(), stdin, None).await
     }
 
     /// [`ModuleContext::exec`] for a command run for the user (command, shell, raw,
@@ -309,14 +300,24 @@ impl ModuleContext {
         script: impl Into<String>,
         stdin: Option<Vec<u8>>,
     ) -> Result<ExecOutput> {
+        let keep = Some(crate::connect::bounded::keep());
+        self.exec_keeping(script.into(), stdin, keep).await
+    }
+
+    async fn exec_keeping(
+        &self,
+        script: String,
+        stdin: Option<Vec<u8>>,
+        keep: Option<usize>,
+    ) -> Result<ExecOutput> {
         self.conn
             .exec(&ExecRequest {
-                script: script.into(),
+                script,
                 stdin,
                 env: self.env.clone(),
                 become_: self.become_.clone(),
                 timeout: self.timeout,
-                keep: Some(crate::connect::bounded::keep()),
+                keep,
             })
             .await
     }
