@@ -333,10 +333,13 @@ impl SshConnection {
         ))
     }
 
+    /// Runs one command on the open master. `started` says whether the channel opened
+    /// (then the command may have run, even when the connection is lost after).
     async fn run_once(
         &self,
         cmdline: &str,
         req: &ExecRequest,
+        started: &mut bool,
     ) -> std::result::Result<ExecOutput, openssh::Error> {
         let session = self
             .session
@@ -350,6 +353,7 @@ impl SshConnection {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = command.spawn().await?;
+        *started = true;
         let mut input = Vec::new();
         if let Some(b) = &req.become_ {
             if let Some(pw) = &b.password {
@@ -584,7 +588,11 @@ impl Connection for SshConnection {
                         shell_quote(user)
                     ));
                     let ok = self
-                        .run_once(&command_line(&probe, self.take_reaper()), &probe)
+                        .run_once(
+                            &command_line(&probe, self.take_reaper()),
+                            &probe,
+                            &mut false,
+                        )
                         .await
                         .map(|o| o.rc == 0)
                         .unwrap_or(false);
@@ -601,7 +609,8 @@ impl Connection for SshConnection {
             }
         }
         let line = command_line(req, self.take_reaper());
-        match self.run_once(&line, req).await {
+        let mut started = false;
+        match self.run_once(&line, req, &mut started).await {
             // `timeout -s KILL` exits 137 when it had to kill the command.
             Ok(out) if out.rc == 137 && req.timeout.is_some() => Err(Error::new(
                 ErrorKind::Runtime,
@@ -611,11 +620,18 @@ impl Connection for SshConnection {
                 ),
             )),
             Ok(out) => super::check_sudo(out, req, &self.settings.name),
+            // The connection was lost while the command ran: it may have done its work (a
+            // script that installs and removes its archive), so it is not run again.
+            Err(e) if started => Err(unreachable_error(
+                &self.settings,
+                format!("connection lost while the command ran ({})", e),
+            )),
             Err(first) => {
-                // The master dropped: open it again, once, before calling the host unreachable.
+                // The master dropped before the command started: open it again, once,
+                // before calling the host unreachable.
                 self.ensure_open(true).await?;
                 let line = command_line(req, self.take_reaper());
-                self.run_once(&line, req).await.map_err(|e| {
+                self.run_once(&line, req, &mut false).await.map_err(|e| {
                     unreachable_error(
                         &self.settings,
                         format!("connection lost ({}; then {})", first, e),
