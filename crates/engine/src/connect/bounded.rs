@@ -101,8 +101,9 @@ impl Bounded {
     }
 }
 
-/// What stands where output was dropped.
-pub fn marker(dropped: u64, keep: usize) -> String {
+/// What stands where output was dropped (`dropped` is a count, or a `printf` `%s` where
+/// a script on the host trims output itself: command loop batches).
+pub fn marker(dropped: impl std::fmt::Display, keep: usize) -> String {
     format!(
         "\n[kk: {} bytes of output dropped here; the first and last {} bytes are kept ({} sets how many)]\n",
         dropped, keep, KEEP_ENV

@@ -37,8 +37,13 @@ const NO_BATCH: &str = "__KK_NOBATCH__";
 /// One script that runs each item in its own subshell (so `exit`/`cd` stay inside it),
 /// its stdout/stderr into files of a fresh temp dir, then prints
 /// `__KK_BATCH__ rc...`, the `wc -c` sizes of those files and their contents, and
-/// removes the dir. Extra processes per batch: mktemp, wc, cat, rm; none per item.
-fn batch_script(items: &[String]) -> String {
+/// removes the dir. Output is bounded as a single command's is ([`bounded`]): a file
+/// longer than twice `keep` is cut on the host to its two ends around the marker, so
+/// what kk reads back is bounded too. Extra processes per batch: mktemp, wc (twice),
+/// cat, rm; none per item, and head/tail only for a file that is cut.
+///
+/// [`bounded`]: crate::connect::bounded
+fn batch_script(items: &[String], keep: usize) -> String {
     let mut s = format!(
         "kk_d=$(mktemp -d 2>/dev/null) || {{ echo {}; exit 0; }}\n",
         NO_BATCH
@@ -54,6 +59,16 @@ fn batch_script(items: &[String]) -> String {
     let files: Vec<String> = (0..items.len())
         .flat_map(|i| [format!("\"$kk_d/o{i}\""), format!("\"$kk_d/e{i}\"")])
         .collect();
+    // Cut what is too long (`wc` prints a `total` line when there are several files).
+    s.push_str(&format!(
+        "wc -c {files} | while read kk_n kk_f; do\n\
+         [ \"$kk_f\" != total ] && [ \"$kk_n\" -gt {twice} ] || continue\n\
+         {{ head -c {keep} \"$kk_f\"; printf {fmt} $((kk_n - {twice})); tail -c {keep} \"$kk_f\"; }} >\"$kk_f.t\" && mv \"$kk_f.t\" \"$kk_f\"\n\
+         done\n",
+        files = files.join(" "),
+        twice = 2 * keep,
+        fmt = shell_quote(&crate::connect::bounded::marker("%s", keep)),
+    ));
     s.push_str(&format!("echo {} {}\n", BATCH_MARK, rcs.join(" ")));
     s.push_str(&format!("wc -c {}\n", files.join(" ")));
     s.push_str(&format!("cat {}\n", files.join(" ")));
@@ -183,7 +198,8 @@ pub(super) async fn run_batch(
     if !scripts.is_empty() {
         let start = chrono_now();
         let t0 = std::time::Instant::now();
-        let out = ctx.exec(batch_script(&scripts), None).await?;
+        let keep = crate::connect::bounded::keep();
+        let out = ctx.exec(batch_script(&scripts, keep), None).await?;
         let delta = t0.elapsed();
         let end = chrono_now();
         if String::from_utf8_lossy(&out.stdout).trim_end() == NO_BATCH {
@@ -322,6 +338,35 @@ mod tests {
         assert!(batchable(&args(json!({"cmd": "x", "chdir": "/"}))));
         assert!(!batchable(&args(json!({"cmd": "x", "creates": "/"}))));
         assert!(COMMAND.batches() && SHELL.batches() && !RAW.batches());
-        assert!(batch_script(&["true".into()]).matches("mktemp").count() == 1);
+        assert!(
+            batch_script(&["true".into()], 1 << 20)
+                .matches("mktemp")
+                .count()
+                == 1
+        );
+    }
+
+    /// A batched item printing more than twice `keep` comes back as its two ends around
+    /// the marker, as a single command's output does; a short one is whole.
+    #[test]
+    fn batch_output_is_bounded_on_the_host() {
+        let items = [
+            "seq 1 10000".to_string(),
+            "echo short; seq 1 5000 >&2".to_string(),
+        ];
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(batch_script(&items, 64))
+            .output()
+            .unwrap();
+        let o = parse_batch(&out.stdout, 2).unwrap();
+        let long = String::from_utf8_lossy(&o[0].stdout);
+        let (head, tail) = (&long[..64], &long[long.len() - 64..]);
+        assert!(head.starts_with("1\n2\n3\n") && tail.ends_with("9999\n10000\n"));
+        let full = (1..=10000).map(|i| format!("{}\n", i)).collect::<String>();
+        let marker = crate::connect::bounded::marker(full.len() - 128, 64);
+        assert_eq!(long, format!("{}{}{}", head, marker, tail));
+        assert_eq!(&o[1].stdout[..], b"short\n");
+        assert!(String::from_utf8_lossy(&o[1].stderr).contains("bytes of output dropped here"));
     }
 }
