@@ -121,7 +121,8 @@ pub async fn read_to_end<R: AsyncRead + Unpin>(
         return Ok(buf);
     };
     let mut b = Bounded::new(keep);
-    let mut chunk = vec![0u8; 64 * 1024];
+    // Small: one per stream of every running command (most print little).
+    let mut chunk = vec![0u8; 8 * 1024];
     loop {
         let n = r.read(&mut chunk).await?;
         if n == 0 {
