@@ -425,10 +425,18 @@ fn cni_config(cni_type: &str, multi: &str) -> String {
 
 #[test]
 fn every_cni_plugin_installs_its_chart() {
-    // Two control plane nodes; the second listed (host 0) has kubelet.service loaded, so it
-    // is init_kubernetes_node and the only one that installs anything (and has the fakes).
+    // Two control plane nodes; the second listed (host 0) is in a cluster (kubelet.service
+    // loaded and the kubelet.conf kubeadm init writes), so it is init_kubernetes_node and
+    // the only one that installs anything (and has the fakes).
     let bed = TestBed::start(2).expect("test bed");
     install_fakes(&bed);
+    put(
+        &bed,
+        0,
+        "/etc/kubernetes/kubelet.conf",
+        b"apiVersion: v1\nkind: Config\n",
+        "0600",
+    );
     put(
         &bed,
         0,
