@@ -386,12 +386,14 @@ fn create_cluster_refuses_bad_kubernetes_input_before_any_host_changes() {
     );
     assert_eq!(r.result(VIP_PROBE, "cp1")["result"]["stdout"], "free");
     // On an installed cluster kube-vip itself holds the VIP, so the in-use probe is skipped:
-    // a (fake, running) kubelet unit on cp1 and the in-use address pass.
+    // a (fake, running) kubelet unit on cp1 that joined a cluster (kubelet.conf) and the
+    // in-use address pass.
     sh(
         &bed,
         0,
         "printf '#!/bin/sh\\necho Kubernetes v1.33.1\\n' > /usr/local/bin/kubelet && chmod +x /usr/local/bin/kubelet \
          && printf '[Unit]\\nDescription=fake kubelet\\n[Service]\\nExecStart=/bin/sleep infinity\\n' > /etc/systemd/system/kubelet.service \
+         && mkdir -p /etc/kubernetes && touch /etc/kubernetes/kubelet.conf \
          && systemctl daemon-reload && systemctl start kubelet",
     );
     let r = passes(
@@ -407,7 +409,7 @@ fn create_cluster_refuses_bad_kubernetes_input_before_any_host_changes() {
     sh(
         &bed,
         0,
-        "systemctl stop kubelet; rm -f /etc/systemd/system/kubelet.service /usr/local/bin/kubelet; systemctl daemon-reload",
+        "systemctl stop kubelet; rm -f /etc/systemd/system/kubelet.service /usr/local/bin/kubelet /etc/kubernetes/kubelet.conf; systemctl daemon-reload",
     );
     passes(
         &bed,
