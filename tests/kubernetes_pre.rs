@@ -505,11 +505,12 @@ fn pre_kubernetes_and_certs_on_a_control_plane_and_a_worker() {
     assert_eq!(total_changed(&r), 0, "changed: {:?}", changed_tasks(&r));
 
     // An installed cluster keeps its CA: another one on the controller is refused before
-    // anything is copied, naming the key to set.
+    // anything is copied, naming the key to set. Installed: kubelet loaded and the
+    // kubelet.conf kubeadm init/join leaves (without it the node is 'not-joined').
     sh(
         &bed,
         cp,
-        "cp /etc/kubernetes/pki/front-proxy-ca.crt /tmp/fp && echo '# another CA' >> /etc/kubernetes/pki/front-proxy-ca.crt",
+        "touch /etc/kubernetes/kubelet.conf && cp /etc/kubernetes/pki/front-proxy-ca.crt /tmp/fp && echo '# another CA' >> /etc/kubernetes/pki/front-proxy-ca.crt",
     );
     let before = sh(&bed, cp, "cat /etc/kubernetes/pki/front-proxy-ca.crt");
     let r = kk(&p, "kubernetes_pre.yaml", &[]);
@@ -530,7 +531,7 @@ fn pre_kubernetes_and_certs_on_a_control_plane_and_a_worker() {
     sh(
         &bed,
         cp,
-        "mv /tmp/fp /etc/kubernetes/pki/front-proxy-ca.crt",
+        "mv /tmp/fp /etc/kubernetes/pki/front-proxy-ca.crt && rm /etc/kubernetes/kubelet.conf",
     );
 
     sync_etcd_config(&bed, &p, cp);
