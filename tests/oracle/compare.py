@@ -33,6 +33,9 @@ Fixture header comments (comment lines at the top of the file):
         rc | order | paths | plays
   # ssh-differs: <reason> | skip: ...     the same, honoured only with --hosts-file
   # ssh-skip: <reason>                    not run with --hosts-file (reported as skipped)
+  # ssh-only: <reason>                    run only with --hosts-file: the fixture changes the
+                                          system it runs on (packages, users, mounts...), so it
+                                          must not run on the controller (reported as skipped)
 Missing `changed`, `failed` and `skipped` keys count as false. Exit status: 0 when every
 fixture passed; the last line is always `N passed, M failed` (with --hosts-file followed
 by `, K skipped over SSH (Ts)`).
@@ -78,6 +81,7 @@ class Fixture:
         self.header_errors: list[str] = []
         self.free = False
         self.ssh_skip: str | None = None  # reason from `# ssh-skip:`; honoured with --hosts-file
+        self.ssh_only: str | None = None  # reason from `# ssh-only:`; not run without --hosts-file
         self._parse()
 
     def _parse(self) -> None:
@@ -95,7 +99,7 @@ class Fixture:
             if not s.startswith("#"):
                 break
             body = s.lstrip("#").strip()
-            m = re.match(r"(args|expect-rc|kk-differs|ssh-differs|ssh-skip)\s*:\s*(.*)$", body)
+            m = re.match(r"(args|expect-rc|kk-differs|ssh-differs|ssh-skip|ssh-only)\s*:\s*(.*)$", body)
             if not m:
                 continue
             key, value = m.group(1), m.group(2).strip()
@@ -104,10 +108,13 @@ class Fixture:
                     self.args += shlex.split(value)
                 except ValueError as e:
                     self.header_errors.append(f"bad '# args:' header: {e}")
-            elif key == "ssh-skip":
+            elif key in ("ssh-skip", "ssh-only"):
                 if not value:
-                    self.header_errors.append("bad '# ssh-skip:' header: give the reason")
-                self.ssh_skip = value or "no reason given"
+                    self.header_errors.append(f"bad '# {key}:' header: give the reason")
+                if key == "ssh-skip":
+                    self.ssh_skip = value or "no reason given"
+                else:
+                    self.ssh_only = value or "no reason given"
             elif key == "expect-rc":
                 try:
                     self.expect_rc = int(value)
@@ -128,7 +135,7 @@ def find_fixtures(names: list[str], all_: bool) -> list[Fixture]:
     paths: list[str] = []
     if all_:
         for n in sorted(os.listdir(PLAYBOOK_DIR)):
-            if re.match(r"^\d\d_.*\.ya?ml$", n):
+            if re.match(r"^\d{2,3}_.*\.ya?ml$", n):
                 paths.append(os.path.join(PLAYBOOK_DIR, n))
     for n in names:
         cands = [n, os.path.join(PLAYBOOK_DIR, n), os.path.join(PLAYBOOK_DIR, n + ".yaml")]
@@ -851,6 +858,11 @@ def run_fixture(fx: Fixture, opts, ssh: SshHosts | None = None) -> Outcome:
         oc.passed = True
         oc.lines.append(f"SKIP {fx.name} (skipped over SSH: {fx.ssh_skip})")
         return oc
+    if ssh is None and fx.ssh_only is not None:
+        oc.skipped = True
+        oc.passed = True
+        oc.lines.append(f"SKIP {fx.name} (only run over SSH: {fx.ssh_only})")
+        return oc
     tmp = tempfile.mkdtemp(prefix=f"kk-oracle-{fx.name}-")
     try:
         ta = os.path.join(tmp, "a")
@@ -965,7 +977,8 @@ def main(argv: list[str]) -> int:
         if ssh is not None:
             ssh.close()
     if ssh is None:
-        print(f"{passed} passed, {failed} failed", flush=True)
+        only = f", {skipped} only run over SSH" if skipped else ""
+        print(f"{passed} passed, {failed} failed{only}", flush=True)
     else:
         print(f"{passed} passed, {failed} failed, {skipped} skipped over SSH "
               f"({time.monotonic() - start:.0f}s)", flush=True)
