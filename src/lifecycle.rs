@@ -16,7 +16,7 @@ use kk_engine::{Error, ErrorKind};
 use serde_json::Value;
 
 use crate::inventory_edit::{self, Change};
-use crate::{options_error, Builtin};
+use crate::options::{options_error, Builtin};
 
 /// The groups a node is added to or removed from.
 const CONTROL_PLANE: &str = "kube_control_plane";

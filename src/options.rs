@@ -1,0 +1,244 @@
+//! The options of the commands that run a playbook (`kk run` and the built-in commands),
+//! and how they become the engine's [`RunOptions`].
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use kk_engine::exec::{RunOptions, TagFilter};
+use kk_engine::inventory::Inventory;
+use kk_engine::vars::input::{apply_set, load_config, parse_extra_var};
+use kk_engine::vars::VarMap;
+use kk_engine::{Error, ErrorKind};
+
+/// Options of the commands that run a bundled playbook: `kk run`'s, plus these.
+#[derive(Args)]
+pub(crate) struct Builtin {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Kubernetes version to install (sets `kubernetes.kube_version`, over the config's).
+    #[arg(long)]
+    pub(crate) with_kubernetes: Option<String>,
+    /// Offline package made by `kk artifact export`: install from it, with no network.
+    #[arg(short = 'a', long)]
+    pub(crate) artifact: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum OutputFormat {
+    Text,
+    Json,
+}
+
+/// Options every playbook-running command takes.
+#[derive(Args)]
+pub(crate) struct Common {
+    /// Inventory file (KubeKey `kind: Inventory` or Ansible YAML).
+    #[arg(short, long, value_parser = existing_file)]
+    pub(crate) inventory: Option<PathBuf>,
+    /// Config file (`kind: Config`); each key of `spec` becomes a variable.
+    #[arg(short, long, value_parser = existing_file)]
+    pub(crate) config: Option<PathBuf>,
+    /// Extra variables: `k=v`, a YAML/JSON mapping, or `@file.yaml` (repeatable).
+    #[arg(short = 'e', long = "extra-vars")]
+    pub(crate) extra_vars: Vec<String>,
+    /// Override config values: `a.b[0].c=v` (repeatable, comma-separated).
+    #[arg(long = "set")]
+    pub(crate) set: Vec<String>,
+    /// Only run tasks with these tags (comma-separated, repeatable).
+    #[arg(short, long, value_delimiter = ',')]
+    pub(crate) tags: Vec<String>,
+    /// Skip tasks with these tags (comma-separated, repeatable).
+    #[arg(long = "skip-tags", value_delimiter = ',')]
+    pub(crate) skip_tags: Vec<String>,
+    /// Limit the run to hosts matching this pattern.
+    #[arg(short, long, value_parser = host_pattern)]
+    pub(crate) limit: Option<String>,
+    /// Report what would change, change nothing.
+    #[arg(short = 'C', long)]
+    pub(crate) check: bool,
+    /// Show the differences in files that change.
+    #[arg(short = 'D', long)]
+    pub(crate) diff: bool,
+    /// How many hosts run at once (1 to 10000).
+    #[arg(short, long, default_value_t = 50, allow_negative_numbers = true, value_parser = forks)]
+    pub(crate) forks: usize,
+    /// Working directory for downloads, certificates and run records (default: ./kubekey).
+    #[arg(long)]
+    pub(crate) workdir: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub(crate) output: OutputFormat,
+    /// Refuse SSH hosts whose key is not already in `<workdir>/known_hosts`.
+    #[arg(long)]
+    pub(crate) ssh_strict: bool,
+    /// More output (-v, -vv …).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+}
+
+/// The most `--forks` takes: far above what one controller can drive at once (each fork
+/// is an SSH session), and far below what the run's semaphore can count.
+const MAX_FORKS: usize = 10_000;
+
+/// `--forks`: a whole number from 1 to [`MAX_FORKS`].
+fn forks(arg: &str) -> Result<usize, String> {
+    match arg.trim().parse::<i128>() {
+        Ok(n) if (1..=MAX_FORKS as i128).contains(&n) => Ok(n as usize),
+        _ => Err(format!(
+            "--forks takes a whole number from 1 to {}",
+            MAX_FORKS
+        )),
+    }
+}
+
+/// `-i`/`-c`: the file must exist when the options are read, so a mistyped name is an
+/// options error (exit 5) on every command, before anything is loaded or asked.
+fn existing_file(arg: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(arg);
+    match std::fs::metadata(&p) {
+        Ok(m) if m.is_dir() => Err(format!("{} is a directory, not a file", arg)),
+        Ok(_) => Ok(p),
+        Err(e) => Err(format!("cannot read {}: {}", arg, e)),
+    }
+}
+
+/// `--limit`: a host pattern whose syntax is checked when the options are read (exit 5).
+fn host_pattern(arg: &str) -> Result<String, String> {
+    kk_engine::inventory::pattern::parse(arg)
+        .map(|_| arg.to_string())
+        .map_err(|e| e.message)
+}
+
+pub(crate) fn options_error(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Options, msg)
+}
+
+pub(crate) fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    }
+}
+
+/// What a command adds to `kk run`'s options: values forced into the config layer and
+/// the inventory used when `-i` is not given.
+#[derive(Default)]
+pub(crate) struct Preset {
+    /// `(dotted.path, value)` pairs set in the config, over the user's config and `--set`.
+    pub(crate) config: Vec<(&'static str, serde_json::Value)>,
+    /// Tags added to `--tags`.
+    pub(crate) tags: Vec<String>,
+    /// The inventory when `-i` is not given.
+    pub(crate) default_inventory: Option<PathBuf>,
+    /// `(group, host)` pairs added to the inventory for this run.
+    pub(crate) groups_add: Vec<(String, String)>,
+}
+
+/// Sets `a.b.c` in a variable map, creating the mappings on the way.
+fn set_path(map: &mut VarMap, path: &str, value: serde_json::Value) {
+    let mut keys = path.rsplit('.');
+    let mut value = value;
+    let last = keys.next().unwrap_or(path);
+    let mut leaf = serde_json::Map::new();
+    leaf.insert(last.to_string(), value);
+    value = serde_json::Value::Object(leaf);
+    for k in keys {
+        let mut m = serde_json::Map::new();
+        m.insert(k.to_string(), value);
+        value = serde_json::Value::Object(m);
+    }
+    if let serde_json::Value::Object(m) = value {
+        let over: VarMap = m.into_iter().collect();
+        kk_engine::vars::merge_maps(map, &over);
+    }
+}
+
+pub(crate) fn build_options(
+    playbook: PathBuf,
+    c: &Common,
+    preset: &Preset,
+    workdir: &Path,
+) -> Result<RunOptions, Error> {
+    if !playbook.is_file() {
+        return Err(
+            options_error(format!("playbook {} not found", playbook.display()))
+                .help("give the path of a playbook YAML file"),
+        );
+    }
+    let inventory_path = c
+        .inventory
+        .clone()
+        .or_else(|| preset.default_inventory.clone());
+    let mut inventory = match &inventory_path {
+        Some(p) => Inventory::load(p)?,
+        None => Inventory::empty(),
+    };
+    for (group, host) in &preset.groups_add {
+        inventory.add_to_group(host, group)?;
+    }
+    let mut config = match &c.config {
+        Some(p) => load_config(p)?,
+        None => VarMap::new(),
+    };
+    config.insert("work_dir".into(), workdir.display().to_string().into());
+    for s in &c.set {
+        apply_set(&mut config, s)?;
+    }
+    for (path, value) in &preset.config {
+        set_path(&mut config, path, value.clone());
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut extra = VarMap::new();
+    for e in &c.extra_vars {
+        let vars = parse_extra_var(e, &cwd)?;
+        kk_engine::vars::merge_maps(&mut extra, &vars);
+    }
+    if let Some(limit) = &c.limit {
+        // Ansible's words when the limit leaves nothing to run on (exit 1, as Ansible).
+        let matched = inventory
+            .select(limit)
+            .map_err(|e| options_error(format!("--limit: {}", e.message)))?;
+        if matched.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Runtime,
+                format!(
+                    "--limit `{}` matches no host: Specified inventory, host pattern and/or --limit leaves us with no hosts to target.",
+                    limit
+                ),
+            )
+            .help(format!(
+                "hosts of the inventory: {}",
+                match inventory.host_names() {
+                    h if h.is_empty() => "none".to_string(),
+                    h => h.join(", "),
+                }
+            )));
+        }
+    }
+    let mut only = c.tags.clone();
+    only.extend(preset.tags.iter().cloned());
+    Ok(RunOptions {
+        playbook,
+        inventory,
+        config,
+        extra_vars: extra,
+        tags: TagFilter {
+            only,
+            skip: c.skip_tags.clone(),
+        },
+        limit: c.limit.clone(),
+        check: c.check,
+        diff: c.diff,
+        forks: c.forks,
+        roles_path: Vec::new(),
+        inventory_path,
+        verbosity: c.verbose,
+        workdir: workdir.to_path_buf(),
+        ssh_strict: c.ssh_strict,
+    })
+}
+
+pub(crate) fn workdir_of(c: &Common) -> PathBuf {
+    absolute(c.workdir.as_deref().unwrap_or(Path::new("kubekey")))
+}
