@@ -10,6 +10,7 @@ mod create;
 mod inventory_edit;
 mod lifecycle;
 mod options;
+mod vault_cmd;
 mod version;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -66,6 +67,9 @@ enum Command {
     /// Offline packages and images.
     #[command(subcommand)]
     Artifact(Artifact),
+    /// Encrypt and decrypt files and strings with Ansible Vault (ansible-vault's commands).
+    #[command(subcommand)]
+    Vault(vault_cmd::VaultCommand),
     /// Print the version, git commit, build date, compiler and platform (JSON).
     Version {
         /// Print just the version number.
@@ -346,6 +350,7 @@ fn main() -> ExitCode {
             version::print(short);
             0
         }
+        Command::Vault(v) => finish_code(vault_cmd::run(v)),
         Command::Run { playbook, common } => block_on(run(playbook, &common, Preset::default())),
         Command::Precheck { checks, builtin } => {
             block_on(run_builtin("precheck", &builtin, checks))
@@ -470,7 +475,8 @@ fn available(cli: clap::Command) -> clap::Command {
     }
     // A replaced command loses its place in the help: keep the declaration order.
     let names: Vec<&'static str> = [
-        "run", "precheck", "create", "add", "delete", "certs", "init", "artifact", "version",
+        "run", "precheck", "create", "add", "delete", "certs", "init", "artifact", "vault",
+        "version",
     ]
     .into_iter()
     .filter(|n| cli.find_subcommand(n).is_some())
@@ -479,6 +485,17 @@ fn available(cli: clap::Command) -> clap::Command {
         cli = cli.mut_subcommand(n, |c| c.display_order(i));
     }
     cli
+}
+
+/// The exit code a command returned, or its error's (printed).
+fn finish_code(r: Result<i32, Error>) -> i32 {
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprint!("{}", e.render());
+            e.exit_code()
+        }
+    }
 }
 
 /// The exit code of a command that runs no playbook, printing its error if any.

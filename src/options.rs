@@ -74,6 +74,8 @@ pub(crate) struct Common {
     /// More output (-v, -vv …).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
+    #[command(flatten)]
+    pub(crate) vault: crate::vault_cmd::VaultArgs,
 }
 
 /// The most `--forks` takes: far above what one controller can drive at once (each fork
@@ -166,6 +168,8 @@ pub(crate) fn build_options(
                 .help("give the path of a playbook YAML file"),
         );
     }
+    // Vault passwords first: the inventory and every file after it may be vaulted.
+    c.vault.install()?;
     let inventory_path = c
         .inventory
         .clone()

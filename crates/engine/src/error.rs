@@ -426,11 +426,12 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     Ok(data)
 }
 
-/// Reads a text file on the controller (at most [`MAX_FILE_SIZE`]): it must be UTF-8, and
-/// a leading byte order mark is dropped, as Ansible does. A byte that is not UTF-8 is a
+/// Reads a text file on the controller (at most [`MAX_FILE_SIZE`]), decrypted when it is
+/// vaulted: it must be UTF-8, and a leading byte order mark is dropped, as Ansible does. A byte that is not UTF-8 is a
 /// located error (line and column of the byte).
 pub fn read_file(path: &Path) -> Result<String> {
-    let data = read_bytes(path)?;
+    // A vaulted file is read as its plaintext, wherever it is loaded from (Ansible's DataLoader).
+    let data = crate::vault::decrypt_file(path, read_bytes(path)?)?;
     text_of(path, data)
 }
 

@@ -19,6 +19,7 @@ pub(crate) mod project;
 pub mod report;
 pub(crate) mod template;
 pub mod vars;
+pub mod vault;
 pub mod yaml;
 
 pub use error::{Error, ErrorKind, Result};

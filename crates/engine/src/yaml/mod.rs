@@ -442,6 +442,22 @@ impl MarkedEventReceiver for Builder {
             }
             Event::Scalar(text, style, anchor, tag) => {
                 let span = self.span(mark);
+                // `!vault`: decrypted as it is loaded, with the run's vault passwords.
+                if tag.as_ref().is_some_and(|t| {
+                    t.handle == "!" && (t.suffix == "vault" || t.suffix == "vault-encrypted")
+                }) {
+                    match crate::vault::decrypt_scalar(&text, &span) {
+                        Ok(plain) => self.push_node(
+                            Node {
+                                value: Yaml::Str(plain),
+                                span,
+                            },
+                            anchor,
+                        ),
+                        Err(e) => self.fail(e),
+                    }
+                    return;
+                }
                 let value = resolve_scalar(text, style, tag.as_ref());
                 self.push_node(Node { value, span }, anchor);
             }
@@ -691,5 +707,43 @@ mod tests {
         let e = parse_str("t.yaml", "a: [1, 2\nb: 3\n").unwrap_err();
         assert_eq!(e.kind, ErrorKind::Yaml);
         assert!(e.span.is_some());
+    }
+
+    /// PyYAML checks no indentation inside flow collections (the vendored yaml-rust2's
+    /// patch): a closing `}`/`]` or an entry may sit left of the enclosing block.
+    #[test]
+    fn flow_collections_close_at_any_column() {
+        let text = "c:\n  d: {\n    k: v,\nj: [\n  1, \"two\n three\"\n]\n}\n  e: [\n1]\n";
+        assert_eq!(
+            v(text),
+            serde_json::json!({"c": {"d": {"k": "v", "j": [1, "two three"]}, "e": [1]}})
+        );
+        // Block indentation is still checked.
+        assert!(parse_str("t.yaml", "a:\n    b: 1\n  c: 2\n").is_err());
+    }
+
+    /// `!vault` values decrypt as they load; a wrong password names the value's place.
+    #[test]
+    fn vault_tagged_scalars_decrypt_at_load() {
+        crate::vault::install(crate::vault::Keyring::new(vec![crate::vault::Secret::new(
+            "default",
+            "kk-unit-test-password",
+        )]));
+        let sealed = crate::vault::encrypt(b"s3cret", b"kk-unit-test-password", None).unwrap();
+        let indented: String = String::from_utf8(sealed)
+            .unwrap()
+            .lines()
+            .map(|l| format!("    {}\n", l))
+            .collect();
+        let text = format!("a: 1\nb: !vault |\n{}", indented);
+        assert_eq!(v(&text), serde_json::json!({"a": 1, "b": "s3cret"}));
+        let sealed = crate::vault::encrypt(b"x", b"another", None).unwrap();
+        let text = format!(
+            "a: !vault \"{}\"\n",
+            String::from_utf8(sealed).unwrap().replace('\n', "\\n")
+        );
+        let e = parse_str("t.yaml", &text).unwrap_err();
+        assert!(e.message.contains("Decryption failed"), "{}", e.message);
+        assert!(e.render().contains("t.yaml:1:"), "{}", e.render());
     }
 }
