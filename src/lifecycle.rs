@@ -168,7 +168,7 @@ pub struct ArtifactImages {
 
 /// The inventory of a command: `-i`'s, or the bundled localhost one.
 fn inventory(b: &Builtin) -> Result<(Inventory, String), Error> {
-    match &b.common.inventory {
+    match &b.common.inventory_file()? {
         Some(p) => Ok((Inventory::load(p)?, p.display().to_string())),
         None => {
             let text = crate::bundle::file("builtin/inventory/localhost.yaml").unwrap_or("");
@@ -183,7 +183,7 @@ fn inventory(b: &Builtin) -> Result<(Inventory, String), Error> {
 
 /// The inventory of a command that changes nodes: `-i` is required.
 fn required_inventory(b: &Builtin, command: &str) -> Result<(Inventory, PathBuf), Error> {
-    match &b.common.inventory {
+    match &b.common.inventory_file()? {
         Some(p) => Ok((Inventory::load(p)?, p.clone())),
         None => Err(options_error(format!(
             "`kk {}` needs the cluster's inventory, and none was given",

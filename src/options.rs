@@ -32,9 +32,11 @@ pub(crate) enum OutputFormat {
 /// Options every playbook-running command takes.
 #[derive(Args)]
 pub(crate) struct Common {
-    /// Inventory file (KubeKey `kind: Inventory` or Ansible YAML).
-    #[arg(short, long, value_parser = existing_file)]
-    pub(crate) inventory: Option<PathBuf>,
+    /// Inventory: a file (KubeKey `kind: Inventory`, Ansible YAML or INI), a directory of
+    /// them, or hosts separated by commas (`h1,h2,`; one host: `h1,`). Repeatable: merged
+    /// in order.
+    #[arg(short, long, value_parser = inventory_source)]
+    pub(crate) inventory: Vec<String>,
     /// Config file (`kind: Config`); each key of `spec` becomes a variable.
     #[arg(short, long, value_parser = existing_file)]
     pub(crate) config: Option<PathBuf>,
@@ -74,8 +76,6 @@ pub(crate) struct Common {
     /// More output (-v, -vv …).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
-    #[command(flatten)]
-    pub(crate) vault: crate::vault_cmd::VaultArgs,
 }
 
 /// The most `--forks` takes: far above what one controller can drive at once (each fork
@@ -101,6 +101,33 @@ fn existing_file(arg: &str) -> Result<PathBuf, String> {
         Ok(m) if m.is_dir() => Err(format!("{} is a directory, not a file", arg)),
         Ok(_) => Ok(p),
         Err(e) => Err(format!("cannot read {}: {}", arg, e)),
+    }
+}
+
+/// `-i`: an inventory file or directory that exists, or a comma-separated host list.
+fn inventory_source(arg: &str) -> Result<String, String> {
+    if kk_engine::inventory::is_host_list(arg) {
+        return Ok(arg.to_string());
+    }
+    match std::fs::metadata(arg) {
+        Ok(_) => Ok(arg.to_string()),
+        Err(e) => Err(format!("cannot read {}: {}", arg, e)),
+    }
+}
+
+impl Common {
+    /// The one inventory file of the commands that read and edit it (the cluster
+    /// commands): `-i` given once, naming a file.
+    pub(crate) fn inventory_file(&self) -> Result<Option<PathBuf>, Error> {
+        match self.inventory.as_slice() {
+            [] => Ok(None),
+            [one] if Path::new(one).is_file() => Ok(Some(PathBuf::from(one))),
+            _ => Err(options_error(format!(
+                "this command takes one inventory file, not {}",
+                self.inventory.join(" ")
+            ))
+            .help("give the cluster's inventory file once: -i inventory.yaml")),
+        }
     }
 }
 
@@ -168,13 +195,15 @@ pub(crate) fn build_options(
                 .help("give the path of a playbook YAML file"),
         );
     }
-    // Vault passwords first: the inventory and every file after it may be vaulted.
-    c.vault.install()?;
-    let inventory_path = c
-        .inventory
-        .clone()
-        .or_else(|| preset.default_inventory.clone());
+    // `inventory_file`/`inventory_dir` of the play: the one file given; several
+    // sources, directories and host lists set them per host.
+    let inventory_path = match c.inventory.as_slice() {
+        [] => preset.default_inventory.clone(),
+        [one] if Path::new(one).is_file() => Some(PathBuf::from(one)),
+        _ => None,
+    };
     let mut inventory = match &inventory_path {
+        _ if !c.inventory.is_empty() => Inventory::load_sources(&c.inventory)?,
         Some(p) => Inventory::load(p)?,
         None => Inventory::empty(),
     };

@@ -67,11 +67,11 @@ impl Inventory {
 
         // Variable precedence: all, then groups by depth (parents first), then file order, then the host.
         let depth = self.depths();
-        let mut order: Vec<(usize, usize, &String)> = self
+        // Ansible's sort_groups: depth, then `ansible_group_priority`, then name.
+        let mut order: Vec<(usize, i64, &String)> = self
             .groups
-            .keys()
-            .enumerate()
-            .map(|(i, g)| (depth.get(g).copied().unwrap_or(1), i, g))
+            .iter()
+            .map(|(g, def)| (depth.get(g).copied().unwrap_or(1), priority(&def.vars), g))
             .collect();
         order.sort();
         let direct_ungrouped: HashSet<&String> = self
@@ -95,24 +95,66 @@ impl Inventory {
                 host_groups.entry(h).or_default().push(*g);
             }
         }
+        // group_vars/ and host_vars/ files, when any directory has them.
+        let mut files = std::mem::take(&mut self.vars_files);
+        let dirs = self.files_dirs();
+        let ungrouped_name = UNGROUPED.to_string();
         let mut merged = HashMap::new();
         for (h, def) in &self.hosts {
             let mut vars = self.all_vars.clone();
-            for g in host_groups.get(h).map(Vec::as_slice).unwrap_or_default() {
+            let groups = host_groups.get(h).map(Vec::as_slice).unwrap_or_default();
+            for g in groups {
                 merge_maps(&mut vars, &self.groups[*g].vars);
             }
-            merge_maps(&mut vars, &def.vars);
+            if dirs.is_empty() {
+                merge_maps(&mut vars, &def.vars);
+            } else {
+                let ungrouped = [&ungrouped_name];
+                let names = if groups.is_empty() {
+                    &ungrouped[..]
+                } else {
+                    groups
+                };
+                match self.with_files(&mut files, &dirs, vars, names, h, &def.vars) {
+                    Ok(v) => vars = v,
+                    Err(e) => {
+                        self.vars_files = files;
+                        return Err(e);
+                    }
+                }
+            }
             if h == "localhost" && !says_connection(&vars) {
                 vars.insert("ansible_connection".to_string(), Value::from("local"));
+            }
+            // Ansible's host variables naming the file that first defined the host.
+            if let Some(src) = self.host_source(h) {
+                let file = normalized(src);
+                if let Some(dir) = file.parent() {
+                    vars.entry("inventory_dir".to_string())
+                        .or_insert_with(|| Value::from(dir.display().to_string()));
+                }
+                vars.entry("inventory_file".to_string())
+                    .or_insert_with(|| Value::from(file.display().to_string()));
             }
             merged.insert(h.clone(), Arc::new(vars));
         }
         if !self.hosts.contains_key("localhost") {
             // Ansible's implicit localhost: the `all` variables, and a local connection.
             let mut vars = self.all_vars.clone();
+            if !dirs.is_empty() {
+                let empty = VarMap::new();
+                match self.with_files(&mut files, &dirs, vars, &[], "localhost", &empty) {
+                    Ok(v) => vars = v,
+                    Err(e) => {
+                        self.vars_files = files;
+                        return Err(e);
+                    }
+                }
+            }
             vars.insert("ansible_connection".to_string(), Value::from("local"));
             merged.insert("localhost".to_string(), Arc::new(vars));
         }
+        self.vars_files = files;
 
         self.members = members;
         self.group_names = group_names;
@@ -226,6 +268,33 @@ impl Inventory {
             depth_of(g, &parents, &mut memo);
         }
         memo
+    }
+}
+
+/// An absolute path with `.` and `..` resolved by name, symlinks kept (Ansible's
+/// `unfrackpath(follow=False)`).
+fn normalized(p: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut out = std::path::PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A group's `ansible_group_priority` (1 when unset), which orders groups of the same depth.
+fn priority(vars: &VarMap) -> i64 {
+    match vars.get("ansible_group_priority") {
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(1),
+        Some(Value::String(s)) => s.trim().parse().unwrap_or(1),
+        _ => 1,
     }
 }
 

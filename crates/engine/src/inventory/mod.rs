@@ -13,7 +13,7 @@
 //! the derived data, and [`pattern`] selects hosts.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use indexmap::{IndexMap, IndexSet};
@@ -24,13 +24,18 @@ use crate::yaml::{Node, Yaml};
 
 mod ansible;
 mod derive;
+mod ini;
 mod kubekey;
 mod node;
+mod pyliteral;
 mod ranges;
+mod sources;
+mod vars_files;
 
 pub mod pattern;
 
 pub use pattern::LOCALHOST_NAMES;
+pub use sources::is_host_list;
 
 /// A host as the inventory defines it.
 #[derive(Debug, Clone, Default)]
@@ -68,6 +73,12 @@ pub struct Inventory {
     group_names: HashMap<String, Vec<String>>,
     /// Merged inventory variables per host, including the implicit localhost.
     merged: HashMap<String, Arc<VarMap>>,
+    /// Directories of the path sources, whose group_vars/ and host_vars/ apply.
+    vars_dirs: Vec<PathBuf>,
+    /// The running play's playbook directory, whose group_vars/ and host_vars/ apply.
+    play_dir: Option<PathBuf>,
+    /// group_vars/ and host_vars/ files read so far.
+    vars_files: vars_files::VarsFiles,
 }
 
 /// The most hosts an inventory may define: a few lines of host ranges (`h[00000:99999]`)
@@ -103,6 +114,9 @@ impl Inventory {
             members: IndexMap::new(),
             group_names: HashMap::new(),
             merged: HashMap::new(),
+            vars_dirs: Vec::new(),
+            play_dir: None,
+            vars_files: vars_files::VarsFiles::default(),
         }
     }
 
@@ -114,10 +128,32 @@ impl Inventory {
         inv
     }
 
-    /// Reads an inventory file in either form (see [`Inventory::from_node`]).
+    /// Reads an inventory file or directory in any form (see [`Inventory::load_sources`]).
     pub fn load(path: &Path) -> Result<Inventory> {
-        let node = crate::yaml::load_file(path)?;
-        Inventory::from_node(&node)
+        Inventory::load_sources(&[path.to_string_lossy()])
+    }
+
+    /// Makes the group_vars/ and host_vars/ next to `dir` (the running play's playbook
+    /// directory) apply, as Ansible's do for the plays of each playbook. Returns true
+    /// when the variables changed (a different directory).
+    pub fn set_playbook_dir(&mut self, dir: &Path) -> Result<bool> {
+        if self.play_dir.as_deref() == Some(dir) {
+            return Ok(false);
+        }
+        let before = self.play_dir.replace(dir.to_path_buf());
+        if let Err(e) = self.rebuild() {
+            self.play_dir = before;
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// The file a host was first defined in, for `inventory_file` (none for hosts from a
+    /// `-i` host list or added at run time).
+    pub fn host_source(&self, host: &str) -> Option<&Path> {
+        let span = self.hosts.get(host)?.span.as_ref()?;
+        let p = span.path();
+        (p != Path::new("-i")).then_some(p)
     }
 
     /// Builds an inventory from parsed YAML, detecting the form by content:
