@@ -76,6 +76,8 @@ pub(crate) struct Common {
     /// More output (-v, -vv …).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
+    #[command(flatten)]
+    pub(crate) vault: crate::vault_cmd::VaultArgs,
 }
 
 /// The most `--forks` takes: far above what one controller can drive at once (each fork
@@ -195,6 +197,8 @@ pub(crate) fn build_options(
                 .help("give the path of a playbook YAML file"),
         );
     }
+    // Vault passwords first: the inventory and every file after it may be vaulted.
+    c.vault.install()?;
     // `inventory_file`/`inventory_dir` of the play: the one file given; several
     // sources, directories and host lists set them per host.
     let inventory_path = match c.inventory.as_slice() {
