@@ -242,7 +242,12 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
     });
     for play in playbook.plays {
         // The group_vars/ and host_vars/ next to this play's playbook (Ansible's basedir).
-        if runner.inventory.write().unwrap().set_playbook_dir(&play.dir)? {
+        if runner
+            .inventory
+            .write()
+            .unwrap()
+            .set_playbook_dir(&play.dir)?
+        {
             runner.inv_vars.write().unwrap().clear();
         }
         if !runner.clone().run_play(play).await? {
