@@ -140,6 +140,7 @@ pub async fn plan(
                 format!("copy: cannot read {}: {}", local_path.display(), e),
             )
         })?;
+        let data = crate::vault::decrypt_file(local_path, data)?;
         let mut attrs = spec.attrs.clone();
         preserve_local_mode(&mut attrs, local_path);
         let one = PutSpec {

@@ -178,6 +178,9 @@ fn one_file(ctx: &ModuleContext, p: &Parsed) -> Result<Option<PutSpec>> {
                 )
                 .at_opt(ctx.span.as_ref())
             })?;
+            // A vaulted src is copied as its plaintext (Ansible's `decrypt: true` default).
+            let data =
+                crate::vault::decrypt_file(&path, data).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
             verify_checksum(&p.checksum, &data)?;
             let mut one = PutSpec {
                 data,
