@@ -129,9 +129,9 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "templated module name",
-        files: &[("site.yaml", "- hosts: all\n  tasks:\n    - action: \"{{ m }} msg=hi\"\n")],
+        files: &[("site.yaml", "- hosts: all\n  tasks:\n    - \"{{ m }}\": msg=hi\n")],
         code: 4,
-        expect: &["cannot be templated", "Ansible does not template the action", "site.yaml:3:15"],
+        expect: &["cannot be templated here", "Ansible resolves a task's module key", "site.yaml:3:18"],
     },
     Case {
         name: "templated retries not a number",

@@ -85,7 +85,8 @@ impl Runner {
             let mut passed = t.attrs.clone();
             passed.when.clear();
             passed.tags.clear();
-            let child_scope = scope.child(&passed);
+            let mut child_scope = scope.child(&passed);
+            child_scope.notify(&t.own);
             let hv = self.hostvars(pc.vars.clone());
             self.emit(Event::TaskStart {
                 play: pc.name.clone(),
@@ -248,7 +249,11 @@ impl Runner {
                                 let key = scope_role.role.path.join("tasks").join(from);
                                 let r = enter(&mut s, &key, &target, conditional, depth, &t)
                                     .and_then(|d| {
-                                        self.loader.role_tasks(&scope_role, from, &[], d, &t.span)
+                                        self.loader.included_role(&scope_role, from, d, &t.span)
+                                    })
+                                    .map(|(tasks, handlers)| {
+                                        self.add_included_handlers(&pc, &scope_role, handlers);
+                                        tasks
                                     });
                                 s.roles.push(scope_role);
                                 r
@@ -260,7 +265,7 @@ impl Runner {
                 };
                 let tasks = tasks.and_then(|ts| {
                     crate::modules::validate::check_tasks(&ts)?;
-                    crate::project::check_notify(&ts, &pc.play.handlers)?;
+                    crate::project::check_notify(&ts, &pc.handlers())?;
                     Ok(ts)
                 });
                 match tasks {
@@ -277,6 +282,27 @@ impl Runner {
                 }
             }
         })
+    }
+
+    /// Adds an included role's handlers to the play's, once per role.
+    fn add_included_handlers(
+        &self,
+        pc: &PlayCtx,
+        role: &crate::project::RoleScope,
+        handlers: Vec<Task>,
+    ) {
+        let mut known = pc.included_handlers.write().unwrap();
+        let path_of = |h: &Task| match &h.kind {
+            TaskKind::Block { role: Some(r), .. } => Some(r.role.path.clone()),
+            _ => None,
+        };
+        if known
+            .iter()
+            .any(|h| path_of(h).as_ref() == Some(&role.role.path))
+        {
+            return;
+        }
+        known.extend(handlers);
     }
 
     /// Reports what an include did on a host: included (ok) or skipped by its condition.

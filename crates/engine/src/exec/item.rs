@@ -208,6 +208,11 @@ impl Runner {
         let TaskKind::Module { module, args } = &t.kind else {
             return err(Error::new(ErrorKind::Runtime, "not a module task").at(&t.span));
         };
+        let module = match super::args::module_for_host(&self.templar, module, &ctx) {
+            Ok(m) => m,
+            Err(e) => return err(e.at(&t.span)),
+        };
+        let module = module.as_ref();
         // Arguments the module renders itself stay as written.
         let imp = modules::lookup(module);
         let mut raw_args = args.clone();
@@ -229,6 +234,7 @@ impl Runner {
             }
         };
         args.extend(own);
+        super::args::merge_raw_mapping(module, &mut args);
         let Some(imp) = imp else {
             return err(
                 Error::new(ErrorKind::Syntax, format!("unknown module `{}`", module)).at(&t.span),
@@ -311,19 +317,10 @@ impl Runner {
         let mut env = Vec::new();
         for e in &inner.environment {
             match self.templar.render_value(e, &ctx) {
-                Ok(Value::Object(m)) => {
-                    for (k, v) in m {
-                        env.retain(|(ek, _): &(String, String)| *ek != k);
-                        env.push((k, value_text(&v)));
+                Ok(v) => {
+                    if let Err(e) = super::args::add_environment(&mut env, v) {
+                        return err(e.at(&t.span));
                     }
-                }
-                Ok(Value::Null) => {}
-                Ok(other) => {
-                    return err(Error::new(
-                        ErrorKind::Template,
-                        format!("environment must be a mapping, got {}", other),
-                    )
-                    .at(&t.span))
                 }
                 Err(e) => return err(e.at(&t.span)),
             }

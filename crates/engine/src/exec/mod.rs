@@ -14,11 +14,12 @@ use serde_json::Value;
 use crate::connect::Connection;
 use crate::error::Result;
 use crate::inventory::Inventory;
-use crate::project::{inherit, load_playbook, Inherited, Loader, Play, RoleScope};
+use crate::project::{inherit, load_playbook_with, Inherited, Loader, Play, RoleScope};
 use crate::report::{Counts, Event, Reporter};
 use crate::template::Templar;
 use crate::vars::{VarMap, VarView};
 
+mod args;
 mod host;
 mod include;
 mod item;
@@ -101,6 +102,9 @@ struct Scope {
     depth: usize,
     /// The includes that led here, outermost first, to find a cycle among them.
     includes: Arc<Vec<include::Included>>,
+    /// `notify` of the innermost block, import or include_role that set one, with where
+    /// it is written: the tasks inside that set none notify these (see [`Scope::notify`]).
+    notify: Option<Arc<(Vec<String>, Option<crate::error::Span>)>>,
 }
 
 fn pick<T: Clone>(inner: &Option<T>, outer: &Option<T>) -> Option<T> {
@@ -153,6 +157,14 @@ impl Scope {
             rescuable: self.rescuable,
             depth: self.depth,
             includes: self.includes.clone(),
+            notify: self.notify.clone(),
+        }
+    }
+
+    /// Enters an entry (block, import, include) whose `notify` its tasks inherit.
+    fn notify(&mut self, own: &crate::project::TaskOwn) {
+        if !own.notify.is_empty() {
+            self.notify = Some(Arc::new((own.notify.clone(), own.notify_span.clone())));
         }
     }
 }
@@ -178,6 +190,17 @@ struct PlayCtx {
     /// earlier plays (they take no part but fill their place in the batch).
     batch_size: usize,
     abort: AtomicBool,
+    /// Handlers of roles `include_role` loaded during the play (after the play's own).
+    included_handlers: RwLock<Vec<crate::project::Task>>,
+}
+
+impl PlayCtx {
+    /// The play's handlers, then those of the roles included so far.
+    fn handlers(&self) -> Vec<crate::project::Task> {
+        let mut all = self.play.handlers.clone();
+        all.extend(self.included_handlers.read().unwrap().iter().cloned());
+        all
+    }
 }
 
 /// The run: shared by every task future.
@@ -205,7 +228,11 @@ pub(crate) struct Runner {
 /// Loads a playbook and runs it; errors in the files come back as `Err` (exit code 4).
 pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Result<Outcome> {
     let start = Instant::now();
-    let playbook = load_playbook(&opts.playbook, opts.roles_path.clone())?;
+    let playbook = load_playbook_with(
+        &opts.playbook,
+        opts.roles_path.clone(),
+        Arc::new(opts.extra_vars.clone()),
+    )?;
     crate::modules::validate::check_playbook(&playbook)?;
     let playbook_dir = opts
         .playbook
@@ -224,6 +251,7 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
         loader: Loader {
             playbook_dir: abs_dir,
             roles_path: opts.roles_path.clone(),
+            extra_vars: Arc::new(opts.extra_vars.clone()),
         },
         inventory: RwLock::new(opts.inventory.clone()),
         inv_vars: RwLock::new(HashMap::new()),

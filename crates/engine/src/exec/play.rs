@@ -254,6 +254,7 @@ impl Runner {
             batch: batch.to_vec(),
             batch_size,
             abort: AtomicBool::new(false),
+            included_handlers: RwLock::new(Vec::new()),
         })
     }
 
@@ -288,14 +289,26 @@ impl Runner {
                     continue;
                 }
                 let hosts = self.active(&pc, &pc.batch);
-                if pc.kw.strategy == Strategy::Free {
+                if pc.kw.strategy != Strategy::Linear {
+                    // host_pinned: a host holds one of the run's forks for the whole
+                    // section, so with fewer forks than hosts the others wait their turn.
+                    let pinned = (pc.kw.strategy == Strategy::HostPinned)
+                        .then(|| Arc::new(tokio::sync::Semaphore::new(self.opts.forks.max(1))));
                     let futs = hosts.iter().map(|h| {
-                        self.clone().run_list(
+                        let run = self.clone().run_list(
                             pc.clone(),
                             tasks.clone(),
                             vec![h.clone()],
                             scope.clone(),
-                        )
+                        );
+                        let pinned = pinned.clone();
+                        async move {
+                            let _fork = match &pinned {
+                                Some(s) => s.acquire().await.ok(),
+                                None => None,
+                            };
+                            run.await
+                        }
                     });
                     futures::future::join_all(futs).await;
                 } else {

@@ -87,6 +87,11 @@ impl Runner {
     ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             self.refresh_play_hosts(&pc);
+            let mut t = t;
+            if let (true, Some(n)) = (t.own.notify.is_empty(), &scope.notify) {
+                t.own.notify = n.0.clone();
+                t.own.notify_span = n.1.clone();
+            }
             let inner = scope.child(&t.attrs);
             let hv = self.hostvars(pc.vars.clone());
             let first_view = self.view(&pc, &inner, &hosts[0], None, &hv);
@@ -399,7 +404,7 @@ impl Runner {
         {
             return;
         }
-        let Some(known) = crate::project::handler_names(&pc.play.handlers) else {
+        let Some(known) = crate::project::handler_names(&pc.handlers()) else {
             return;
         };
         let names = self.notify_names(pc, t, inner, &o.host);

@@ -93,8 +93,12 @@ impl Runner {
         Arc::new(m)
     }
 
-    pub(super) fn hostvars(self: &Arc<Self>, play_vars: Arc<VarMap>) -> minijinja::Value {
+    /// `hostvars`: each host's variables outside any play, as ansible-core's HostVars shows
+    /// them: inventory, facts, include_vars, set_fact and extra vars, never the play's
+    /// `vars` (the argument is kept for the callers; a play's vars are not a host's).
+    pub(super) fn hostvars(self: &Arc<Self>, _play_vars: Arc<VarMap>) -> minijinja::Value {
         let me = self.clone();
+        let play_vars = Arc::new(VarMap::new());
         let mut names = self.inventory.read().unwrap().host_names();
         if !names.iter().any(|n| n == "localhost")
             && self.hosts.lock().unwrap().contains_key("localhost")

@@ -91,6 +91,7 @@ impl Runner {
                 } => {
                     let mut inner = scope.child(&t.attrs);
                     inner.depth += 1;
+                    inner.notify(&t.own);
                     if let Some(r) = role {
                         inner.roles.push(r.clone());
                     }
@@ -266,7 +267,7 @@ impl Runner {
         scope: Scope,
     ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
-            let handlers = pc.play.handlers.clone();
+            let handlers = pc.handlers();
             // Each handler runs once per flush for the hosts that notified it (by name or
             // by a topic it listens to); handlers may notify later handlers.
             for h in handlers {

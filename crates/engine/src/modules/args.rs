@@ -343,7 +343,9 @@ pub fn is_literal(args: &VarMap) -> bool {
             _ => true,
         }
     }
-    args.values().all(literal)
+    // A templated key (`set_fact: "{{ item }}=moo"`) is only known when the task runs.
+    args.iter()
+        .all(|(k, v)| literal(&Value::String(k.clone())) && literal(v))
 }
 
 #[cfg(test)]

@@ -288,13 +288,14 @@ impl KeywordValue for BecomeMethod {
 }
 
 impl KeywordValue for Strategy {
-    const EXPECTED: &'static str = "a strategy (`linear` or `free`)";
-    const HELP: &'static str = "use linear (the default) or free";
+    const EXPECTED: &'static str = "a strategy (`linear`, `free` or `host_pinned`)";
+    const HELP: &'static str = "use linear (the default), free or host_pinned";
     const EXAMPLE: &'static str = "linear";
     fn from_value(v: &Value) -> std::result::Result<Strategy, Option<String>> {
         match v.as_str().map(str::trim) {
             Some("linear") => Ok(Strategy::Linear),
             Some("free") => Ok(Strategy::Free),
+            Some("host_pinned") => Ok(Strategy::HostPinned),
             _ => Err(None),
         }
     }

@@ -18,7 +18,9 @@ pub mod load;
 pub use keyword::{
     inherit, BatchSize, BecomeMethod, Keyword, KeywordValue, LoopControl, Percent, Seconds, Serial,
 };
-pub use load::{check_notify, handler_names, load_playbook, unknown_handler, Loader};
+#[cfg(test)]
+pub use load::load_playbook;
+pub use load::{check_notify, handler_names, load_playbook_with, unknown_handler, Loader};
 
 /// A loaded playbook: its plays, imports already inlined.
 #[derive(Debug, Clone)]
@@ -35,6 +37,9 @@ pub enum Strategy {
     Linear,
     /// Each host runs through the tasks at its own pace.
     Free,
+    /// As `Free`, but a host that starts keeps its fork until it has run the section's
+    /// last task: with fewer forks than hosts, the later hosts wait for whole hosts.
+    HostPinned,
 }
 
 /// Keywords that plays, roles, blocks and tasks share and that children inherit.

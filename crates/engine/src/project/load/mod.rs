@@ -6,20 +6,24 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::{Keyword, Play, Playbook, RoleScope, Task};
 use crate::error::{did_you_mean, Error, ErrorKind, Result, Span};
 use crate::modules;
+use crate::vars::VarMap;
 use crate::yaml::{self, Node, Yaml};
 
 use keywords::parse_inherited;
 pub use keywords::{PLAY_KEYWORDS, TASK_KEYWORDS};
 
+mod collections;
 mod keywords;
 mod notify;
 mod roles;
+mod static_vars;
 mod task;
 
 pub use notify::{check_notify, flatten_handlers, handler_names, unknown_handler};
@@ -31,6 +35,8 @@ pub struct Loader {
     pub playbook_dir: PathBuf,
     /// Extra directories searched for roles, before the built-in ones.
     pub roles_path: Vec<PathBuf>,
+    /// `-e` variables: with the play's vars they render the names of static imports.
+    pub extra_vars: Arc<VarMap>,
 }
 
 /// Where the entries being parsed come from.
@@ -41,14 +47,28 @@ struct FileCtx {
     stack: Vec<PathBuf>,
     /// How many task lists the entries are nested in (see [`crate::depth::MAX_NESTING`]).
     depth: usize,
+    /// The play's `vars` and those of the enclosing blocks: what a static import's
+    /// templated file name may use (see [`Loader::render_static`]).
+    vars: Arc<VarMap>,
 }
 
-/// Loads a playbook file and everything it imports.
+/// Loads a playbook file and everything it imports (tests; runs pass their extra vars).
+#[cfg(test)]
 pub fn load_playbook(path: &Path, roles_path: Vec<PathBuf>) -> Result<Playbook> {
+    load_playbook_with(path, roles_path, Arc::new(VarMap::new()))
+}
+
+/// [`load_playbook`] with the run's extra vars, which templated static imports may use.
+pub fn load_playbook_with(
+    path: &Path,
+    roles_path: Vec<PathBuf>,
+    extra_vars: Arc<VarMap>,
+) -> Result<Playbook> {
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let loader = Loader {
         playbook_dir: dir,
         roles_path,
+        extra_vars,
     };
     let mut stack = Vec::new();
     let plays = loader.load_plays(path, &mut stack, None)?;
@@ -162,8 +182,13 @@ impl Loader {
             role: None,
             stack: stack.to_vec(),
             depth: 0,
+            vars: Arc::new(VarMap::new()),
         };
         let attrs = parse_inherited(node)?;
+        let ctx = FileCtx {
+            vars: attrs.vars.clone(),
+            ..ctx
+        };
         let mut vars_files = Vec::new();
         if let Some(vf) = node.get("vars_files") {
             match &vf.value {
@@ -262,6 +287,7 @@ impl Loader {
             role,
             stack,
             depth,
+            vars: Arc::new(VarMap::new()),
         };
         self.parse_task_list(Some(&root), &ctx)
     }

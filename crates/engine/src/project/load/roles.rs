@@ -20,7 +20,7 @@ impl Loader {
         name: &str,
         from_dir: &Path,
     ) -> std::result::Result<PathBuf, Vec<PathBuf>> {
-        let mut cands = Vec::new();
+        let mut cands = self.collection_role_candidates(name);
         for base in &self.roles_path {
             cands.push(base.join(name));
         }
@@ -182,6 +182,107 @@ impl Loader {
         Ok(())
     }
 
+    /// The roles of `meta/main`'s `dependencies` of the role `role_ctx` is in, each as a
+    /// role block appended to `out` (their handlers to `handlers`).
+    fn role_dependencies(
+        &self,
+        role_ctx: &FileCtx,
+        out: &mut Vec<Task>,
+        handlers: &mut Vec<Task>,
+        seen: &mut HashSet<String>,
+    ) -> Result<()> {
+        let Some(scope) = &role_ctx.role else {
+            return Ok(());
+        };
+        let Some(meta) = resolve_first(&[
+            scope.role.path.join("meta/main.yaml"),
+            scope.role.path.join("meta/main.yml"),
+        ]) else {
+            return Ok(());
+        };
+        let node = yaml::load_file(&meta)?;
+        if let Some(deps) = node.get("dependencies") {
+            match &deps.value {
+                Yaml::Seq(items) => {
+                    for d in items {
+                        crate::depth::grow(|| {
+                            self.load_role_ref(d, role_ctx, out, handlers, seen)
+                        })?;
+                    }
+                }
+                Yaml::Null => {}
+                _ => return Err(deps.expected("a list of role dependencies")),
+            }
+        }
+        Ok(())
+    }
+
+    /// The role's `handlers/main`: each joins `handlers`, wrapped so it runs with the
+    /// role's variables and answers to `role : name` too.
+    fn role_handlers(
+        &self,
+        role_ctx: &FileCtx,
+        span: &Span,
+        handlers: &mut Vec<Task>,
+    ) -> Result<()> {
+        let Some(scope) = &role_ctx.role else {
+            return Ok(());
+        };
+        let hdir = scope.role.path.join("handlers");
+        if let Some(h) = resolve_first(&[hdir.join("main.yaml"), hdir.join("main.yml")]) {
+            for t in super::flatten_handlers(self.load_task_file(
+                &h,
+                Some(scope.clone()),
+                &role_ctx.stack,
+                role_ctx.depth,
+                Some(span),
+            )?) {
+                handlers.push(Task {
+                    name: t.name.clone(),
+                    own: TaskOwn {
+                        listen: t.own.listen.clone(),
+                        ..Default::default()
+                    },
+                    span: t.span.clone(),
+                    dir: t.dir.clone(),
+                    attrs: Inherited::default(),
+                    kind: TaskKind::Block {
+                        block: vec![t],
+                        rescue: Vec::new(),
+                        always: Vec::new(),
+                        role: Some(scope.clone()),
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// What `include_role` runs, loaded when it runs: the role's `meta/main` dependencies
+    /// (role blocks) before its `tasks_from` tasks, and its handlers and its
+    /// dependencies', which join the play's (ansible-core loads both for an included role).
+    pub fn included_role(
+        &self,
+        scope: &RoleScope,
+        tasks_from: &str,
+        depth: usize,
+        span: &Span,
+    ) -> Result<(Vec<Task>, Vec<Task>)> {
+        let role_ctx = FileCtx {
+            dir: scope.role.path.clone(),
+            role: Some(scope.clone()),
+            stack: vec![canonical(&scope.role.path)],
+            depth,
+            vars: Arc::new(VarMap::new()),
+        };
+        self.check_dependency_graph(&canonical(&scope.role.path))?;
+        let (mut tasks, mut handlers) = (Vec::new(), Vec::new());
+        self.role_dependencies(&role_ctx, &mut tasks, &mut handlers, &mut HashSet::new())?;
+        tasks.extend(self.role_tasks(scope, tasks_from, &[], depth, span)?);
+        self.role_handlers(&role_ctx, span, &mut handlers)?;
+        Ok((tasks, handlers))
+    }
+
     pub(super) fn load_role_ref(
         &self,
         item: &Node,
@@ -275,57 +376,13 @@ impl Loader {
             role: Some(scope.clone()),
             stack: stack.clone(),
             depth: crate::depth::deeper(ctx.depth, &item.span)?,
+            vars: ctx.vars.clone(),
         };
         // meta/main dependencies run first.
         let mut block = Vec::new();
-        if let Some(meta) = resolve_first(&[
-            scope.role.path.join("meta/main.yaml"),
-            scope.role.path.join("meta/main.yml"),
-        ]) {
-            let node = yaml::load_file(&meta)?;
-            if let Some(deps) = node.get("dependencies") {
-                match &deps.value {
-                    Yaml::Seq(items) => {
-                        for d in items {
-                            crate::depth::grow(|| {
-                                self.load_role_ref(d, &role_ctx, &mut block, handlers, seen)
-                            })?;
-                        }
-                    }
-                    Yaml::Null => {}
-                    _ => return Err(deps.expected("a list of role dependencies")),
-                }
-            }
-        }
+        self.role_dependencies(&role_ctx, &mut block, handlers, seen)?;
         block.extend(self.role_tasks(&scope, &tasks_from, &stack, role_ctx.depth, &item.span)?);
-        // Role handlers join the play's, each wrapped so it runs with the role's variables.
-        let hdir = scope.role.path.join("handlers");
-        if let Some(h) = resolve_first(&[hdir.join("main.yaml"), hdir.join("main.yml")]) {
-            for t in super::flatten_handlers(self.load_task_file(
-                &h,
-                Some(scope.clone()),
-                &stack,
-                role_ctx.depth,
-                Some(&item.span),
-            )?) {
-                handlers.push(Task {
-                    name: t.name.clone(),
-                    own: TaskOwn {
-                        listen: t.own.listen.clone(),
-                        ..Default::default()
-                    },
-                    span: t.span.clone(),
-                    dir: t.dir.clone(),
-                    attrs: Inherited::default(),
-                    kind: TaskKind::Block {
-                        block: vec![t],
-                        rescue: Vec::new(),
-                        always: Vec::new(),
-                        role: Some(scope.clone()),
-                    },
-                });
-            }
-        }
+        self.role_handlers(&role_ctx, &item.span, handlers)?;
         out.push(Task {
             name: None,
             kind: TaskKind::Block {

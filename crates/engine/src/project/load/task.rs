@@ -38,6 +38,7 @@ impl Loader {
         if let Some(block) = node.get("block") {
             let ctx = &FileCtx {
                 depth: crate::depth::deeper(ctx.depth, &node.span)?,
+                vars: super::static_vars::with_vars(&ctx.vars, &attrs.vars),
                 ..ctx.clone()
             };
             for (k, v) in node.entries() {
@@ -48,6 +49,10 @@ impl Loader {
                     ));
                 }
             }
+            // A block's `notify` is its tasks' unless they set their own (ansible-core's
+            // Block is Notifiable and its tasks inherit the attribute).
+            own.notify = string_list(node.get("notify"))?;
+            own.notify_span = node.get("notify").map(|n| n.span.clone());
             return Ok(task(
                 TaskKind::Block {
                     block: self.parse_task_list(Some(block), ctx)?,
@@ -113,14 +118,21 @@ impl Loader {
                 attrs.delegate_to = Some(Value::String("localhost".into()));
             }
             match &args_node.value {
+                Yaml::Str(s) if s.trim_start().starts_with("{{") => {
+                    // ansible-core templates the action when the task runs; its
+                    // arguments are read as key=value words (not a command line).
+                    let (m, rest) = split_templated_action(s);
+                    module = m;
+                    args_node = Node {
+                        value: Yaml::Str(rest),
+                        span: args_node.span.clone(),
+                    };
+                }
                 Yaml::Str(s) => {
                     let (m, rest) = s
                         .trim()
                         .split_once(char::is_whitespace)
                         .unwrap_or((s.trim(), ""));
-                    if crate::template::is_template(s) && s.trim_start().starts_with("{{") {
-                        return Err(templated_module(s.trim(), &args_node.span));
-                    }
                     module = modules::canonical_name(m).to_string();
                     args_node = Node {
                         value: Yaml::Str(rest.to_string()),
@@ -153,7 +165,10 @@ impl Loader {
         let mut args: VarMap = match &args_node.value {
             Yaml::Null => VarMap::new(),
             Yaml::Str(s) if modules::is_command_line(&module) => parse_kv_check_raw(s, true),
-            Yaml::Str(s) => parse_kv(s, modules::is_free_form(&module)),
+            Yaml::Str(s) if modules::is_free_form(&module) => parse_kv(s, true),
+            // ansible-core's parse_kv: `k=v` words with its quoting, a templated key
+            // (`set_fact: "{{ item }}=moo"`) rendered when the task runs.
+            Yaml::Str(s) => parse_kv_check_raw(s, false),
             Yaml::Map(_) => args_node.to_map("module arguments")?,
             Yaml::Int(_) | Yaml::Float(_) | Yaml::Bool(_) if modules::is_free_form(&module) => {
                 let mut m = VarMap::new();
@@ -241,13 +256,13 @@ impl Loader {
                     .ok_or_else(|| {
                         Error::syntax("import_tasks needs a file name", &args_node.span)
                     })?;
-                if crate::template::is_template(file) {
-                    return Err(Error::syntax(
-                        "import_tasks is static: its file name cannot be templated",
-                        &args_node.span,
-                    )
-                    .help("use include_tasks for a file chosen at run time"));
-                }
+                let rendered;
+                let file = if crate::template::is_template(file) {
+                    rendered = self.render_static(file, ctx, &attrs.vars, &args_node.span)?;
+                    rendered.as_str()
+                } else {
+                    file
+                };
                 let path = self
                     .find_task_file(file, &ctx.dir, ctx.role.as_ref())
                     .ok_or_else(|| {
@@ -390,15 +405,31 @@ fn expr_of(v: &Value) -> String {
     }
 }
 
-/// A templated module name: ansible-core resolves the action when it loads the task and
-/// never templates its name (lib/ansible/parsing/mod_args.py); kk does the same.
+/// `action: "{{ mod }} k=v"`: the templated module name (the first word of ansible-core's
+/// split_args, a template kept whole) and the rest of the text.
+fn split_templated_action(s: &str) -> (String, String) {
+    let words: Vec<String> = crate::ansible::split_args(s.trim())
+        .0
+        .into_iter()
+        .map(|w| w.trim().to_string())
+        .filter(|w| !w.is_empty())
+        .collect();
+    match words.split_first() {
+        Some((m, rest)) => (m.clone(), rest.join(" ")),
+        None => (String::new(), String::new()),
+    }
+}
+
+/// A templated module name as a task's key (or in `action:`'s mapping form): ansible-core
+/// resolves such a key when it loads the task and fails ("couldn't resolve module/action");
+/// only `action: "{{ mod }} …"` is templated when the task runs.
 fn templated_module(name: &str, span: &Span) -> Error {
     Error::syntax(
         format!(
-            "the module name `{}` cannot be templated: Ansible does not template the action of a task",
+            "the module name `{}` cannot be templated here: Ansible resolves a task's module key when it loads the task",
             name
         ),
         span,
     )
-    .help("name the module directly; to choose between modules, write one task per module with `when:`")
+    .help("write `action: \"{{ mod }} key=value …\"` to choose the module when the task runs, or name the module directly")
 }
