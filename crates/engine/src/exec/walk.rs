@@ -268,18 +268,12 @@ impl Runner {
     ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             let handlers = pc.handlers();
+            let answers: Vec<Answers> = handlers.iter().map(Answers::of).collect();
             // Each handler runs once per flush for the hosts that notified it (by name or
             // by a topic it listens to); handlers may notify later handlers.
-            for h in handlers {
+            for (i, h) in handlers.into_iter().enumerate() {
                 let hname = h.name.clone().unwrap_or_default();
-                // A role's handler also answers to `role : name`, as in Ansible.
-                let qualified = match &h.kind {
-                    TaskKind::Block { role: Some(r), .. } => {
-                        Some(format!("{} : {}", r.role.name, hname))
-                    }
-                    _ => None,
-                };
-                let listens = h.own.listen.clone();
+                let qualified = answers[i].qualified.clone();
                 let targets: Vec<String> = {
                     let states = self.hosts.lock().unwrap();
                     pc.batch
@@ -288,9 +282,7 @@ impl Runner {
                             let Some(s) = states.get(*host) else {
                                 return false;
                             };
-                            let hit = s.notified.iter().any(|n| {
-                                *n == hname || Some(n) == qualified.as_ref() || listens.contains(n)
-                            });
+                            let hit = s.notified.iter().any(|n| runs_for(&answers, i, n));
                             hit && !s.unreachable && !s.ended && (!s.failed || pc.kw.force_handlers)
                         })
                         .cloned()
@@ -316,6 +308,50 @@ impl Runner {
             }
         })
     }
+}
+
+/// The names a handler answers to.
+struct Answers {
+    name: String,
+    /// `role : name` for a role's handler, as in Ansible.
+    qualified: Option<String>,
+    listen: Vec<String>,
+}
+
+impl Answers {
+    fn of(h: &Task) -> Answers {
+        let name = h.name.clone().unwrap_or_default();
+        let qualified = match &h.kind {
+            TaskKind::Block { role: Some(r), .. } => Some(format!("{} : {}", r.role.name, name)),
+            _ => None,
+        };
+        Answers {
+            name,
+            qualified,
+            listen: h.own.listen.clone(),
+        }
+    }
+
+    fn named(&self, n: &str) -> bool {
+        !self.name.is_empty() && (self.name == n || self.qualified.as_deref() == Some(n))
+    }
+}
+
+/// Whether handler `i` runs for notification `n`, as ansible-core picks handlers: by name
+/// the last handler loaded with that name (a role included twice, or listed twice with
+/// different parameters, loads its handlers again), by topic every handler listening to
+/// it, the last of those sharing a name.
+fn runs_for(answers: &[Answers], i: usize, n: &str) -> bool {
+    let me = &answers[i];
+    let later = &answers[i + 1..];
+    if me.named(n) {
+        return !later.iter().any(|a| a.named(n));
+    }
+    me.listen.iter().any(|l| l == n)
+        && (me.name.is_empty()
+            || !later
+                .iter()
+                .any(|a| a.name == me.name && a.listen.iter().any(|l| l == n)))
 }
 
 /// The play-host magic variables for the hosts still active.

@@ -27,12 +27,7 @@ fn collection_roots(playbook_dir: &Path) -> Vec<PathBuf> {
         .or_else(|_| std::env::var("ANSIBLE_COLLECTIONS_PATHS"))
         .ok();
     match configured {
-        Some(paths) => roots.extend(
-            paths
-                .split(':')
-                .filter(|p| !p.is_empty())
-                .map(|p| expand_home(p)),
-        ),
+        Some(paths) => roots.extend(paths.split(':').filter(|p| !p.is_empty()).map(expand_home)),
         None => {
             roots.push(expand_home("~/.ansible/collections"));
             roots.push(PathBuf::from("/usr/share/ansible/collections"));

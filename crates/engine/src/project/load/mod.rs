@@ -20,6 +20,7 @@ use keywords::parse_inherited;
 pub use keywords::{PLAY_KEYWORDS, TASK_KEYWORDS};
 
 mod collections;
+mod include_check;
 mod keywords;
 mod notify;
 mod roles;

@@ -237,6 +237,7 @@ impl Loader {
         own.notify_span = node.get("notify").map(|n| n.span.clone());
         own.listen = string_list(node.get("listen"))?;
 
+        super::include_check::check_include_keywords(node, &module, key)?;
         let kind = match module.as_str() {
             "include_tasks" | "include" => TaskKind::IncludeTasks {
                 file: args
