@@ -89,7 +89,9 @@ impl Inventory {
                         }
                         for h in names {
                             self.add_host_def(&h, &vars, Some(&span));
-                            if gname != ALL {
+                            if gname == ALL {
+                                self.all_direct.insert(h.clone());
+                            } else {
                                 let g = self.groups.entry(gname.to_string()).or_default();
                                 g.hosts.insert(h);
                             }

@@ -42,8 +42,9 @@ impl Inventory {
             .filter(|h| !grouped.contains(h.as_str()))
             .cloned()
             .collect();
+        let all = self.all_order(&ungrouped);
         let mut members = IndexMap::new();
-        members.insert(ALL.to_string(), all.clone());
+        members.insert(ALL.to_string(), all);
         members.insert(UNGROUPED.to_string(), ungrouped);
         for g in &names {
             if g != UNGROUPED {
@@ -160,6 +161,47 @@ impl Inventory {
         self.group_names = group_names;
         self.merged = merged;
         Ok(())
+    }
+
+    /// `all` in Ansible's order: its own hosts, the ungrouped ones, then the groups'
+    /// hosts, top-level groups first and each level of children after (in file order;
+    /// Ansible's order among grandchildren is its set order, so not fixed).
+    fn all_order(&self, ungrouped: &[String]) -> Vec<String> {
+        let mut out: IndexSet<String> = self
+            .all_direct
+            .iter()
+            .filter(|h| self.hosts.contains_key(*h))
+            .cloned()
+            .collect();
+        out.extend(ungrouped.iter().cloned());
+        let children: HashSet<&String> = self
+            .groups
+            .values()
+            .flat_map(|d| d.children.keys())
+            .collect();
+        let mut seen: HashSet<&String> = HashSet::new();
+        let mut level: Vec<&String> = self
+            .groups
+            .keys()
+            .filter(|g| !children.contains(g) && *g != UNGROUPED)
+            .collect();
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            for g in level {
+                if !seen.insert(g) {
+                    continue;
+                }
+                let Some(def) = self.groups.get(g) else {
+                    continue;
+                };
+                out.extend(def.hosts.iter().cloned());
+                next.extend(def.children.keys().filter(|c| !seen.contains(c)));
+            }
+            level = next;
+        }
+        // Every host is reached above; first-seen order guards that, should one not be.
+        out.extend(self.hosts.keys().cloned());
+        out.into_iter().collect()
     }
 
     fn resolve_members(&self, g: &str, resolved: &mut HashMap<String, Vec<String>>) -> Vec<String> {

@@ -258,6 +258,9 @@ impl Inventory {
         }
         for h in names {
             self.add_host_def(&h, &vars, Some(span));
+            if group == ALL {
+                self.all_direct.insert(h.clone());
+            }
             if group != ALL && group != UNGROUPED {
                 self.groups
                     .entry(group.to_string())

@@ -58,6 +58,7 @@ impl Inventory {
                 }
                 check_host_name(name, &node.span)?;
                 let vars = vars_map(node, &format!("host `{}`", name))?;
+                self.all_direct.insert(name.clone());
                 self.hosts.insert(
                     name.clone(),
                     HostDef {

@@ -61,8 +61,11 @@ struct GroupDef {
 /// A loaded inventory.
 #[derive(Debug, Clone)]
 pub struct Inventory {
-    /// Every host in first-seen order (this is `all`).
+    /// Every host in first-seen order.
     hosts: IndexMap<String, HostDef>,
+    /// Hosts listed in `all` itself (`all: {hosts}`, `[all]`, KubeKey's `spec.hosts`,
+    /// `add_host`): first in `all`'s order, before those only in groups.
+    all_direct: IndexSet<String>,
     /// Variables for every host (`spec.vars` / `all.vars`).
     all_vars: VarMap,
     /// User groups in first-seen order; never `all`.
@@ -109,6 +112,7 @@ impl Inventory {
     fn blank() -> Inventory {
         Inventory {
             hosts: IndexMap::new(),
+            all_direct: IndexSet::new(),
             all_vars: VarMap::new(),
             groups: IndexMap::new(),
             members: IndexMap::new(),
@@ -196,7 +200,7 @@ impl Inventory {
 
     /// Every host name in inventory order (`all`; never the implicit localhost).
     pub fn host_names(&self) -> Vec<String> {
-        self.hosts.keys().cloned().collect()
+        self.members.get(ALL).cloned().unwrap_or_default()
     }
 
     /// True for a host of the inventory and for `localhost` (always usable, listed or not).
@@ -231,7 +235,11 @@ impl Inventory {
     /// de-duplicated, an implicit `localhost` last. Matching nothing is not an error
     /// (the caller warns); a malformed pattern is.
     pub fn select(&self, pattern: &str) -> Result<Vec<String>> {
-        let all: IndexSet<String> = self.hosts.keys().cloned().collect();
+        let all: IndexSet<String> = self
+            .members
+            .get(ALL)
+            .map(|m| m.iter().cloned().collect())
+            .unwrap_or_default();
         pattern::parse(pattern)?.evaluate(&all, &self.members)
     }
 
@@ -258,6 +266,7 @@ impl Inventory {
             ));
         }
         self.add_host_def(name, &vars, None);
+        self.all_direct.insert(name.to_string());
         for g in groups {
             self.put_in_group(name, g)?;
         }
@@ -274,6 +283,7 @@ impl Inventory {
         }
         if host == "localhost" && !self.hosts.contains_key(host) {
             self.add_host_def(host, &VarMap::new(), None);
+            self.all_direct.insert(host.to_string());
         }
         self.put_in_group(host, group)?;
         self.rebuild()

@@ -99,10 +99,10 @@ fn ansible_form() {
             "web02.example.com",
             "web03.example.com",
             "db1",
+            "extra1",
             "db2",
             "db-a",
-            "db-b",
-            "extra1"
+            "db-b"
         ]
     );
     let g = inv.groups();
@@ -211,7 +211,23 @@ fn runtime_changes() {
     vars.insert("ansible_host".into(), json!("10.0.9.9"));
     inv.add_host("new1", &strs(&["web", "fresh"]), vars)
         .unwrap();
-    assert_eq!(inv.host_names().last().unwrap(), "new1");
+    // Ansible's `all`: its own hosts (add_host's among them), then the groups' (checked
+    // with ansible-playbook 2.19 on this inventory).
+    assert_eq!(
+        inv.host_names(),
+        [
+            "bastion",
+            "web01.example.com",
+            "web02.example.com",
+            "web03.example.com",
+            "new1",
+            "db1",
+            "extra1",
+            "db2",
+            "db-a",
+            "db-b"
+        ]
+    );
     assert_eq!(inv.groups()["fresh"], ["new1"]);
     assert_eq!(inv.groups()["web"].last().unwrap(), "new1");
     assert_eq!(inv.host_vars("new1")["tier"], json!("web"));
