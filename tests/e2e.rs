@@ -28,6 +28,7 @@ mod image;
 mod image_list;
 mod image_registry;
 mod interrupted;
+mod inventory_sources;
 mod kubernetes_init;
 mod kubernetes_pre;
 mod lifecycle;

@@ -36,8 +36,20 @@ struct Pending {
 }
 
 impl Inventory {
-    /// Reads one INI inventory file into the inventory (the caller rebuilds).
+    /// Reads one INI inventory file into the inventory (the caller rebuilds). Errors say
+    /// what Ansible says first ("failed to parse … with the ini plugin"), then why.
     pub(super) fn load_ini(&mut self, file: &Arc<SourceFile>) -> Result<()> {
+        self.load_ini_lines(file).map_err(|mut e| {
+            e.message = format!(
+                "failed to parse inventory {} with the ini plugin: {}",
+                file.path.display(),
+                e.message
+            );
+            e
+        })
+    }
+
+    fn load_ini_lines(&mut self, file: &Arc<SourceFile>) -> Result<()> {
         let mut pending: IndexMap<String, Pending> = IndexMap::new();
         let mut group = UNGROUPED.to_string();
         let mut state = State::Hosts;
