@@ -245,6 +245,7 @@ impl Runner {
             &Controller {
                 inventory: &self.inventory.read().unwrap(),
                 verbosity: self.opts.verbosity,
+                host,
             },
         );
         match answer {

@@ -136,7 +136,12 @@ impl Runner {
         hostvars: &minijinja::Value,
     ) -> Arc<VarView> {
         let mut p = self.host_precedence(host, &pc.vars);
-        p.extend(Level::RoleDefaults, pc.role_defaults.iter().cloned())
+        // `ansible_host` is the inventory name unless a variable sets it (ansible-core's
+        // connection default; `hostvars` do not show it).
+        let mut conn = VarMap::new();
+        conn.insert("ansible_host".into(), Value::from(host));
+        p.add(Level::RoleDefaults, Arc::new(conn))
+            .extend(Level::RoleDefaults, pc.role_defaults.iter().cloned())
             .extend(
                 Level::RoleDefaults,
                 scope.roles.iter().map(|r| r.role.defaults.clone()),

@@ -153,13 +153,20 @@ impl Module for GroupBy {
         group_key(args).map(|_| ())
     }
 
-    fn answer(&self, args: &VarMap, _c: &Controller) -> Option<Result<Answer>> {
+    fn answer(&self, args: &VarMap, c: &Controller) -> Option<Result<Answer>> {
         let key = match group_key(args) {
             Ok(k) => k,
             Err(e) => return Some(Err(e)),
         };
+        // Changed when the host joins the group now, as ansible-core reports it.
+        let joins = !c.inventory.group_names(c.host).contains(&key);
+        let parents: Vec<String> = match args.get("parents") {
+            Some(Value::Array(items)) => items.iter().map(value_text).collect(),
+            Some(Value::String(s)) => vec![s.clone()],
+            _ => vec!["all".to_string()],
+        };
         Some(Ok(Answer {
-            result: json!({"changed": false, "failed": false, "add_group": key}),
+            result: json!({"changed": joins, "failed": false, "add_group": key, "parent_groups": parents}),
             effects: vec![Effect::GroupBy(key)],
         }))
     }

@@ -140,6 +140,8 @@ pub struct Controller<'a> {
     pub inventory: &'a crate::inventory::Inventory,
     /// The `-v` count.
     pub verbosity: u8,
+    /// The host the task runs for.
+    pub host: &'a str,
 }
 
 impl ModuleResult {

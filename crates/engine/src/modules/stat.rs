@@ -41,9 +41,11 @@ const VALID: &[&str] = &[
 
 /// Parses and checks the arguments without touching a host (also at load time):
 /// the path and what to read.
-fn parse(raw: VarMap) -> Result<(String, StatOptions)> {
+fn parse(raw: VarMap) -> Result<(String, StatOptions, bool)> {
     let a: StatArgs = parse_args("stat", raw, VALID)?;
-    let _ = (a.get_mime, a.get_attributes, a.get_md5);
+    let _ = (a.get_attributes, a.get_md5);
+    // ansible-core's default: get_mime is on.
+    let mime = a.get_mime.is_none_or(|f| f.0);
     let path = a
         .path
         .map(|p| p.0)
@@ -66,7 +68,35 @@ fn parse(raw: VarMap) -> Result<(String, StatOptions)> {
         content: false,
         max_content: None,
     };
-    Ok((path, opts))
+    Ok((path, opts, mime))
+}
+
+/// Marks the line of `file`'s answer, printed before the stat record (which the stat
+/// parser finds after any other output).
+const MIME_MARK: &str = "KK_MIME:";
+
+/// The shell lines that print `file --mime-type --mime-encoding` for `path` (as
+/// ansible-core's stat asks it), when the host has `file` and the path exists.
+fn mime_script(path: &str, follow: bool) -> String {
+    let p = crate::ansible::shell_quote(path);
+    format!(
+        "if command -v file >/dev/null 2>&1 && {{ [ -e {p} ] || [ -L {p} ]; }}; then printf '%s' '{MIME_MARK}'; file {L}--mime-type --mime-encoding -- {p} 2>/dev/null || echo; fi\n",
+        L = if follow { "-L " } else { "" },
+    )
+}
+
+/// `mimetype` and `charset` from `file`'s line (`path: text/plain; charset=us-ascii`),
+/// `unknown` for both when there is none, as ansible-core reports them.
+fn parse_mime(stdout: &[u8]) -> (String, String) {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text.lines().find_map(|l| l.strip_prefix(MIME_MARK));
+    let parsed = line.and_then(|l| {
+        let (_, tail) = l.rsplit_once(':')?;
+        let (mime, charset) = tail.split_once(';')?;
+        let (_, charset) = charset.split_once('=')?;
+        Some((mime.trim().to_string(), charset.trim().to_string()))
+    });
+    parsed.unwrap_or_else(|| ("unknown".into(), "unknown".into()))
 }
 
 /// Reports on a path; never changes anything.
@@ -75,9 +105,30 @@ pub struct Stat;
 #[async_trait]
 impl Module for Stat {
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
-        let (path, opts) = parse(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
-        let st = remote::stat_paths(ctx, &[&path], opts).await?.remove(0);
-        Ok(ModuleResult::ok().with("stat", stat_dict(&path, &st)))
+        let (path, opts, mime) = parse(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        if !mime {
+            let st = remote::stat_paths(ctx, &[&path], opts).await?.remove(0);
+            return Ok(ModuleResult::ok().with("stat", stat_dict(&path, &st)));
+        }
+        // One round trip: `file`'s answer, then the stat record.
+        let follow = opts.follow;
+        let script = format!(
+            "{}{}",
+            mime_script(&path, follow),
+            remote::stat::stat_script(&[&path], opts)
+        );
+        let out = ctx.exec(script, None).await?;
+        if out.rc != 0 {
+            return Err(remote::remote_error(&format!("cannot stat {}", path), &out));
+        }
+        let st = remote::parse_stats(&[&path], &out.stdout)?.remove(0);
+        let mut dict = stat_dict(&path, &st);
+        if st.exists {
+            let (mimetype, charset) = parse_mime(&out.stdout);
+            dict["mimetype"] = Value::from(mimetype);
+            dict["charset"] = Value::from(charset);
+        }
+        Ok(ModuleResult::ok().with("stat", dict))
     }
 
     fn validate(&self, raw: &VarMap) -> Result<()> {
@@ -212,5 +263,19 @@ mod tests {
         assert!(e.message.contains("checksum_algorithm"), "{e:?}");
         let e = check(json!({"path": "/s", "get_checksum": "often"})).unwrap_err();
         assert!(e.message.starts_with("stat:"), "{e:?}");
+    }
+
+    #[test]
+    fn mime_from_file_as_ansible_reads_it() {
+        let out = b"KK_MIME:/tmp/a b: text/plain; charset=us-ascii\nrecord...\n";
+        assert_eq!(
+            super::parse_mime(out),
+            ("text/plain".into(), "us-ascii".into())
+        );
+        assert_eq!(
+            super::parse_mime(b"no file here\n"),
+            ("unknown".into(), "unknown".into())
+        );
+        assert!(super::mime_script("/x y", false).contains("'/x y'"));
     }
 }

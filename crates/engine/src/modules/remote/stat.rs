@@ -197,7 +197,7 @@ group=%G' -- "$p" || echo stat_failed=1
 "#;
 
 /// Builds the script that stats several paths, one record each.
-fn stat_script(paths: &[&str], opts: StatOptions) -> String {
+pub fn stat_script(paths: &[&str], opts: StatOptions) -> String {
     let items: Vec<(&str, bool)> = paths.iter().map(|p| (*p, opts.follow)).collect();
     stat_script_mixed(&items, opts)
 }
