@@ -46,3 +46,4 @@ mod run_local_executor;
 mod ssh;
 mod summary;
 mod uninstall_network;
+mod vault;

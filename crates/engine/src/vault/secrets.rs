@@ -194,6 +194,9 @@ fn trim_newlines(mut b: &[u8]) -> &[u8] {
 fn password_from_script(path: &Path, label: Option<&str>) -> Result<Vec<u8>> {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let client = stem.ends_with("-client");
+    // By its path, never looked up in $PATH (`pass.sh` is the file in the working dir).
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = path.as_path();
     let mut cmd = Command::new(path);
     cmd.stdin(Stdio::inherit()).stdout(Stdio::piped());
     if client {
