@@ -105,10 +105,10 @@ impl Inventory {
             let mut vars = self.all_vars.clone();
             let groups = host_groups.get(h).map(Vec::as_slice).unwrap_or_default();
             for g in groups {
-                merge_maps(&mut vars, &self.groups[*g].vars);
+                self.combine(&mut vars, &self.groups[*g].vars);
             }
             if dirs.is_empty() {
-                merge_maps(&mut vars, &def.vars);
+                self.combine(&mut vars, &def.vars);
             } else {
                 let ungrouped = [&ungrouped_name];
                 let names = if groups.is_empty() {
@@ -202,6 +202,19 @@ impl Inventory {
         // Every host is reached above; first-seen order guards that, should one not be.
         out.extend(self.hosts.keys().cloned());
         out.into_iter().collect()
+    }
+
+    /// Puts `over`'s variables over `base`'s: deep-merged for KubeKey's form (a group may
+    /// set one key of a mapping), replaced whole for Ansible's (ansible-core's default
+    /// `hash_behaviour = replace`), design §3.
+    pub(super) fn combine(&self, base: &mut VarMap, over: &VarMap) {
+        if self.kubekey_form {
+            merge_maps(base, over);
+        } else {
+            for (k, v) in over {
+                base.insert(k.clone(), v.clone());
+            }
+        }
     }
 
     fn resolve_members(&self, g: &str, resolved: &mut HashMap<String, Vec<String>>) -> Vec<String> {

@@ -13,6 +13,7 @@ use super::{GroupDef, HostDef, Inventory, ALL, MAX_HOSTS};
 impl Inventory {
     /// Reads KubeKey's form: `kind: Inventory` with `spec: {hosts, groups, vars}`.
     pub(super) fn load_kubekey(&mut self, root: &Node) -> Result<()> {
+        self.kubekey_form = true;
         match root.get("kind") {
             Some(k) if k.as_str() == Some("Inventory") => {}
             Some(k) => {

@@ -82,6 +82,8 @@ pub struct Inventory {
     play_dir: Option<PathBuf>,
     /// group_vars/ and host_vars/ files read so far.
     vars_files: vars_files::VarsFiles,
+    /// A KubeKey `kind: Inventory` was loaded: its layers deep-merge (design §3).
+    kubekey_form: bool,
 }
 
 /// The most hosts an inventory may define: a few lines of host ranges (`h[00000:99999]`)
@@ -121,6 +123,7 @@ impl Inventory {
             vars_dirs: Vec::new(),
             play_dir: None,
             vars_files: vars_files::VarsFiles::default(),
+            kubekey_form: false,
         }
     }
 

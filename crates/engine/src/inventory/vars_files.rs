@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::vars::{merge_maps, VarMap};
+use crate::vars::VarMap;
 
 use super::Inventory;
 
@@ -160,8 +160,8 @@ impl Inventory {
     /// `all` and group variables (`base`) < group_vars/all (inventory, then playbook) <
     /// group_vars/<group> (inventory, then playbook; `groups` in precedence order) < the
     /// inventory's host variables < host_vars/<host> (inventory, then playbook).
-    /// A file replaces a variable whole; the inventory's host variables still deep-merge
-    /// into its group variables where no file set them (KubeKey's rule).
+    /// A file replaces a variable whole; the inventory's host variables still combine
+    /// with its group variables where no file set them (deep-merged in KubeKey's form).
     pub(super) fn with_files(
         &self,
         files: &mut VarsFiles,
@@ -196,7 +196,7 @@ impl Inventory {
             }
         }
         let mut deep = base;
-        merge_maps(&mut deep, own);
+        self.combine(&mut deep, own);
         for (k, v) in own {
             let v = if from_files.contains(k) {
                 v.clone()
