@@ -5,11 +5,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+mod adhoc;
+mod ansible_cfg;
 mod bundle;
 mod create;
 mod inventory_edit;
 mod lifecycle;
 mod options;
+mod playbook_cmd;
+mod prompt;
 mod vault_cmd;
 mod version;
 
@@ -40,7 +44,14 @@ enum Command {
         playbook: PathBuf,
         #[command(flatten)]
         common: Box<Common>,
+        #[command(flatten)]
+        flags: Box<playbook_cmd::RunFlags>,
     },
+    /// Run one module on the hosts a pattern selects (Ansible's `ansible` command).
+    #[command(
+        after_help = "Example:\n  kk adhoc 'web:&prod' -m shell -a 'uptime' -i inventory.ini"
+    )]
+    Adhoc(Box<adhoc::Adhoc>),
     /// Check that the hosts and the config can take a cluster (all checks, or the named ones).
     Precheck {
         /// Only these checks (all of them when none is named).
@@ -190,9 +201,26 @@ enum Artifact {
     Images(Box<lifecycle::ArtifactImages>),
 }
 
-async fn run(playbook: PathBuf, common: &Common, preset: Preset) -> Result<i32, Error> {
+async fn run(
+    playbook: PathBuf,
+    common: &Common,
+    preset: Preset,
+    cfg: &ansible_cfg::AnsibleCfg,
+) -> Result<i32, Error> {
+    run_with(playbook, common, preset, cfg, |_| {}).await
+}
+
+/// [`run`], with a last change to the engine's options (`kk run`'s own flags).
+async fn run_with(
+    playbook: PathBuf,
+    common: &Common,
+    preset: Preset,
+    cfg: &ansible_cfg::AnsibleCfg,
+    tweak: impl FnOnce(&mut kk_engine::exec::RunOptions),
+) -> Result<i32, Error> {
     let workdir = workdir_of(common);
-    let opts = build_options(playbook, common, &preset, &workdir)?;
+    let mut opts = build_options(playbook, common, &preset, &workdir, cfg)?;
+    tweak(&mut opts);
     let format = match common.output {
         OutputFormat::Text => Format::Text,
         OutputFormat::Json => Format::Json,
@@ -270,7 +298,14 @@ async fn run_plan(name: &str, b: &Builtin, plan: lifecycle::Plan) -> Result<i32,
         ));
     }
     let playbook = root.join("playbooks").join(format!("{}.yaml", name));
-    run(playbook, &b.common, preset).await
+    // ansible.cfg is for `kk run`: the built-in commands keep their own defaults.
+    run(
+        playbook,
+        &b.common,
+        preset,
+        &ansible_cfg::AnsibleCfg::default(),
+    )
+    .await
 }
 
 /// Runs a future on a fresh runtime until it ends or the user interrupts it (exit 99).
@@ -351,7 +386,12 @@ fn main() -> ExitCode {
             0
         }
         Command::Vault(v) => finish_code(vault_cmd::run(v)),
-        Command::Run { playbook, common } => block_on(run(playbook, &common, Preset::default())),
+        Command::Adhoc(a) => block_on(async move { adhoc::run(&a).await }),
+        Command::Run {
+            playbook,
+            common,
+            flags,
+        } => block_on(async move { playbook_cmd::run(playbook, &common, &flags).await }),
         Command::Precheck { checks, builtin } => {
             block_on(run_builtin("precheck", &builtin, checks))
         }
@@ -475,8 +515,8 @@ fn available(cli: clap::Command) -> clap::Command {
     }
     // A replaced command loses its place in the help: keep the declaration order.
     let names: Vec<&'static str> = [
-        "run", "precheck", "create", "add", "delete", "certs", "init", "artifact", "vault",
-        "version",
+        "run", "adhoc", "precheck", "create", "add", "delete", "certs", "init", "artifact",
+        "vault", "version",
     ]
     .into_iter()
     .filter(|n| cli.find_subcommand(n).is_some())

@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use kk_engine::exec::{RunOptions, TagFilter};
+use kk_engine::connect::ConnectDefaults;
+use kk_engine::exec::{PlayDefaults, RunOptions, TagFilter};
+
+use crate::ansible_cfg::AnsibleCfg;
 use kk_engine::inventory::Inventory;
 use kk_engine::vars::input::{apply_set, load_config, parse_extra_var};
 use kk_engine::vars::VarMap;
@@ -30,7 +33,7 @@ pub(crate) enum OutputFormat {
 }
 
 /// Options every playbook-running command takes.
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub(crate) struct Common {
     /// Inventory: a file (KubeKey `kind: Inventory`, Ansible YAML or INI), a directory of
     /// them, or hosts separated by commas (`h1,h2,`; one host: `h1,`). Repeatable: merged
@@ -61,9 +64,9 @@ pub(crate) struct Common {
     /// Show the differences in files that change.
     #[arg(short = 'D', long)]
     pub(crate) diff: bool,
-    /// How many hosts run at once (1 to 10000).
-    #[arg(short, long, default_value_t = 50, allow_negative_numbers = true, value_parser = forks)]
-    pub(crate) forks: usize,
+    /// How many hosts run at once (1 to 10000; default: `forks` of ansible.cfg, else 50).
+    #[arg(short, long, allow_negative_numbers = true, value_parser = forks)]
+    pub(crate) forks: Option<usize>,
     /// Working directory for downloads, certificates and run records (default: ./kubekey).
     #[arg(long)]
     pub(crate) workdir: Option<PathBuf>,
@@ -78,11 +81,55 @@ pub(crate) struct Common {
     pub(crate) verbose: u8,
     #[command(flatten)]
     pub(crate) vault: crate::vault_cmd::VaultArgs,
+    #[command(flatten)]
+    pub(crate) conn: ConnFlags,
+}
+
+/// Ansible's connection and privilege flags (`ansible-playbook -u -b -K …`); each is a
+/// default that the play's keywords and the hosts' variables override, as in Ansible.
+#[derive(Args, Default, Clone)]
+pub(crate) struct ConnFlags {
+    /// Log in as this user (a host's `ansible_user` wins).
+    #[arg(short = 'u', long = "user", help_heading = "Connection")]
+    pub(crate) user: Option<String>,
+    /// Private key file for SSH (a host's `ansible_ssh_private_key_file` wins).
+    #[arg(
+        long = "private-key",
+        visible_alias = "key-file",
+        help_heading = "Connection"
+    )]
+    pub(crate) private_key: Option<PathBuf>,
+    /// Ask for the SSH login password (on a terminal, not echoed).
+    #[arg(short = 'k', long = "ask-pass", help_heading = "Connection")]
+    pub(crate) ask_pass: bool,
+    /// SSH connect timeout in seconds (a host's `ansible_timeout` wins).
+    #[arg(short = 'T', long = "timeout", help_heading = "Connection")]
+    pub(crate) timeout: Option<u64>,
+    /// Run tasks as another user (sudo) unless a play or task says `become: false`.
+    #[arg(short = 'b', long = "become", help_heading = "Privilege escalation")]
+    pub(crate) become_: bool,
+    /// The user to become (default root).
+    #[arg(long, help_heading = "Privilege escalation")]
+    pub(crate) become_user: Option<String>,
+    /// How to become it (sudo).
+    #[arg(long, help_heading = "Privilege escalation")]
+    pub(crate) become_method: Option<String>,
+    /// Ask for the become (sudo) password (on a terminal, not echoed).
+    #[arg(
+        short = 'K',
+        long = "ask-become-pass",
+        help_heading = "Privilege escalation"
+    )]
+    pub(crate) ask_become_pass: bool,
 }
 
 /// The most `--forks` takes: far above what one controller can drive at once (each fork
 /// is an SSH session), and far below what the run's semaphore can count.
 const MAX_FORKS: usize = 10_000;
+
+/// kk's forks when neither `--forks` nor ansible.cfg says (Ansible's is 5; kk drives more
+/// hosts at once cheaply, one multiplexed SSH master each).
+const DEFAULT_FORKS: usize = 50;
 
 /// `--forks`: a whole number from 1 to [`MAX_FORKS`].
 fn forks(arg: &str) -> Result<usize, String> {
@@ -190,6 +237,7 @@ pub(crate) fn build_options(
     c: &Common,
     preset: &Preset,
     workdir: &Path,
+    cfg: &AnsibleCfg,
 ) -> Result<RunOptions, Error> {
     if !playbook.is_file() {
         return Err(
@@ -197,12 +245,23 @@ pub(crate) fn build_options(
                 .help("give the path of a playbook YAML file"),
         );
     }
+    build_run_options(playbook, c, preset, workdir, cfg)
+}
+
+/// [`build_options`] without a playbook file (`kk adhoc` builds its play in memory).
+pub(crate) fn build_run_options(
+    playbook: PathBuf,
+    c: &Common,
+    preset: &Preset,
+    workdir: &Path,
+    cfg: &AnsibleCfg,
+) -> Result<RunOptions, Error> {
     // Vault passwords first: the inventory and every file after it may be vaulted.
     c.vault.install()?;
     // `inventory_file`/`inventory_dir` of the play: the one file given; several
     // sources, directories and host lists set them per host.
     let inventory_path = match c.inventory.as_slice() {
-        [] => preset.default_inventory.clone(),
+        [] => cfg_inventory(cfg).or_else(|| preset.default_inventory.clone()),
         [one] if Path::new(one).is_file() => Some(PathBuf::from(one)),
         _ => None,
     };
@@ -253,6 +312,7 @@ pub(crate) fn build_options(
             )));
         }
     }
+    let (defaults, connect) = play_defaults(&c.conn, cfg)?;
     let mut only = c.tags.clone();
     only.extend(preset.tags.iter().cloned());
     Ok(RunOptions {
@@ -267,15 +327,84 @@ pub(crate) fn build_options(
         limit: c.limit.clone(),
         check: c.check,
         diff: c.diff,
-        forks: c.forks,
-        roles_path: Vec::new(),
+        forks: c.forks.or(cfg.forks).unwrap_or(DEFAULT_FORKS),
+        roles_path: cfg.roles_path.clone(),
         inventory_path,
         verbosity: c.verbose,
         workdir: workdir.to_path_buf(),
         ssh_strict: c.ssh_strict,
+        defaults,
+        connect,
     })
 }
 
 pub(crate) fn workdir_of(c: &Common) -> PathBuf {
     absolute(c.workdir.as_deref().unwrap_or(Path::new("kubekey")))
+}
+
+/// The first inventory of ansible.cfg's `inventory` that exists (Ansible skips missing
+/// ones with a warning).
+fn cfg_inventory(cfg: &AnsibleCfg) -> Option<PathBuf> {
+    let found: Vec<&PathBuf> = cfg.inventory.iter().filter(|p| p.exists()).collect();
+    for p in cfg.inventory.iter().filter(|p| !p.exists()) {
+        eprintln!(
+            "[WARNING]: Unable to parse {} as an inventory source (from ansible.cfg)",
+            p.display()
+        );
+    }
+    found.first().map(|p| (*p).clone())
+}
+
+/// The flags over `ANSIBLE_*` over ansible.cfg: what every play starts with, and how hosts
+/// are reached when their variables do not say. Passwords are asked here (`-k`, `-K`, or
+/// `ask_pass`/`become_ask_pass` in ansible.cfg).
+pub(crate) fn play_defaults(
+    f: &ConnFlags,
+    cfg: &AnsibleCfg,
+) -> Result<(PlayDefaults, ConnectDefaults), Error> {
+    let defaults = PlayDefaults {
+        become_: if f.become_ { Some(true) } else { cfg.become_ },
+        become_user: f.become_user.clone().or_else(|| cfg.become_user.clone()),
+        become_method: f
+            .become_method
+            .clone()
+            .or_else(|| cfg.become_method.clone()),
+        become_password: None,
+        ..PlayDefaults::default()
+    };
+    defaults.check().map_err(|m| {
+        options_error(format!("--become-method: {}", m)).help("use --become-method sudo")
+    })?;
+    let mut connect = ConnectDefaults {
+        user: f.user.clone().or_else(|| cfg.remote_user.clone()),
+        private_key: f
+            .private_key
+            .as_deref()
+            .map(absolute)
+            .or_else(|| cfg.private_key_file.clone()),
+        password: None,
+        timeout: f.timeout.or(cfg.timeout),
+        ssh_args: cfg.ssh_args.clone(),
+        host_key_checking: cfg.host_key_checking,
+    };
+    let mut defaults = defaults;
+    if f.ask_pass || cfg.ask_pass == Some(true) {
+        connect.password = Some(crate::prompt::secret("SSH password: ", "-k/--ask-pass")?);
+    }
+    if f.ask_become_pass || cfg.become_ask_pass == Some(true) {
+        // As Ansible: an empty answer reuses the SSH password.
+        let p = crate::prompt::secret(
+            if connect.password.is_some() {
+                "BECOME password[defaults to SSH password]: "
+            } else {
+                "BECOME password: "
+            },
+            "-K/--ask-become-pass",
+        )?;
+        defaults.become_password = match (p.is_empty(), &connect.password) {
+            (true, Some(ssh)) => Some(ssh.clone()),
+            _ => Some(p),
+        };
+    }
+    Ok((defaults, connect))
 }

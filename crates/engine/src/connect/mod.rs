@@ -127,6 +127,73 @@ pub struct ConnectOptions {
     pub workdir: std::path::PathBuf,
     /// Refuse hosts whose key is not already known.
     pub strict_host_keys: bool,
+    /// The command line's and `ansible.cfg`'s connection settings, below host variables.
+    pub defaults: ConnectDefaults,
+}
+
+/// Connection settings from `-u`, `--private-key`, `-k`, `ansible.cfg` and `ANSIBLE_*`:
+/// Ansible's play-context defaults, used when a host's variables do not set them.
+#[derive(Clone, Default)]
+pub struct ConnectDefaults {
+    /// `-u` / `remote_user`: the login user, below `ansible_user`.
+    pub user: Option<String>,
+    /// `--private-key` / `private_key_file`: below `ansible_ssh_private_key_file`.
+    pub private_key: Option<std::path::PathBuf>,
+    /// `-k`: the login password, below `ansible_password`. Never logged.
+    pub password: Option<String>,
+    /// `-T` / `timeout`: the connect timeout in seconds, below `ansible_timeout`.
+    pub timeout: Option<u64>,
+    /// `ssh_args` of `[ssh_connection]`: extra `ssh` arguments, below `ansible_ssh_args`.
+    pub ssh_args: Option<String>,
+    /// `host_key_checking`: `Some(false)` accepts any host key (Ansible's
+    /// `StrictHostKeyChecking=no`).
+    pub host_key_checking: Option<bool>,
+}
+
+impl std::fmt::Debug for ConnectDefaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectDefaults")
+            .field("user", &self.user)
+            .field("private_key", &self.private_key)
+            .field("password", &self.password.as_ref().map(|_| "<hidden>"))
+            .field("timeout", &self.timeout)
+            .field("ssh_args", &self.ssh_args)
+            .field("host_key_checking", &self.host_key_checking)
+            .finish()
+    }
+}
+
+/// Options of `ssh_args` that would fight kk's own master (it keeps one per host for the
+/// run): dropped, with their values.
+const MASTER_OPTIONS: [&str; 3] = ["controlmaster", "controlpersist", "controlpath"];
+
+/// `ssh_args` as words, without the options that choose the control master.
+fn ssh_args_words(args: &str) -> Vec<String> {
+    let words = split_words(args);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        let opt = if w == "-o" {
+            words.get(i + 1).map(|v| (v.clone(), 2))
+        } else {
+            w.strip_prefix("-o").map(|v| (v.to_string(), 1))
+        };
+        if let Some((v, n)) = opt {
+            let key = v
+                .split(['=', ' '])
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if MASTER_OPTIONS.contains(&key.as_str()) {
+                i += n;
+                continue;
+            }
+        }
+        out.push(w.clone());
+        i += 1;
+    }
+    out
 }
 
 /// Where this run keeps control sockets and secret files (inline keys, askpass files).
@@ -216,6 +283,7 @@ pub fn for_host(
         }
         Ok(conn(kk).map(text))
     };
+    let d = &opts.defaults;
     // The inventory checked literal values when it loaded; a templated one is checked
     // here, once rendered: a bad value fails the host's task, it is not "unreachable".
     let bad_value = |msg: String| {
@@ -252,7 +320,8 @@ pub fn for_host(
         &["ansible_ssh_private_key_file", "ansible_private_key_file"],
         "private_key",
     )?
-    .map(std::path::PathBuf::from);
+    .map(std::path::PathBuf::from)
+    .or_else(|| d.private_key.clone());
     if let Some(content) = conn("private_key_content").map(text) {
         // Inline keys are written 0600 where only this run finds them; removed with the run.
         std::fs::create_dir_all(&runtime_dir)?;
@@ -274,7 +343,14 @@ pub fn for_host(
         }
         private_key = Some(path);
     }
-    let mut extra_args = Vec::new();
+    let mut extra_args = match get("ansible_ssh_args")? {
+        Some(v) if !v.is_null() => ssh_args_words(&text(v)),
+        _ => d
+            .ssh_args
+            .as_deref()
+            .map(ssh_args_words)
+            .unwrap_or_default(),
+    };
     for k in ["ansible_ssh_common_args", "ansible_ssh_extra_args"] {
         if let Some(v) = get(k)? {
             extra_args.extend(split_words(&text(v)));
@@ -285,9 +361,10 @@ pub fn for_host(
         host: pick(&["ansible_host", "ansible_ssh_host"], "host")?
             .unwrap_or_else(|| name.to_string()),
         port,
-        user: pick(&["ansible_user", "ansible_ssh_user"], "user")?,
+        user: pick(&["ansible_user", "ansible_ssh_user"], "user")?.or_else(|| d.user.clone()),
         private_key,
-        password: pick(&["ansible_password", "ansible_ssh_pass"], "password")?,
+        password: pick(&["ansible_password", "ansible_ssh_pass"], "password")?
+            .or_else(|| d.password.clone()),
         known_hosts: opts.workdir.join("known_hosts"),
         strict: opts.strict_host_keys
             || get("ssh_strict_host_keys")?
@@ -296,8 +373,10 @@ pub fn for_host(
         connect_timeout: Duration::from_secs(
             pick(&["ansible_ssh_timeout", "ansible_timeout"], "timeout")?
                 .and_then(|t| t.parse().ok())
+                .or(d.timeout)
                 .unwrap_or(10),
         ),
+        accept_any_key: d.host_key_checking == Some(false),
         extra_args,
         runtime_dir,
     };
@@ -476,6 +555,7 @@ mod tests {
         let opts = ConnectOptions {
             workdir: std::env::temp_dir(),
             strict_host_keys: false,
+            defaults: ConnectDefaults::default(),
         };
         for_host("h1", &|k| Ok(vars.get(k).cloned()), &opts)
     }

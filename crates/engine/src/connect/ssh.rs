@@ -98,6 +98,8 @@ pub struct SshSettings {
     pub known_hosts: PathBuf,
     /// Refuse unknown host keys instead of trusting them on first use.
     pub strict: bool,
+    /// Accept any host key, even one that changed (`host_key_checking = False`).
+    pub accept_any_key: bool,
     /// Connect timeout.
     pub connect_timeout: Duration,
     /// Extra `ssh` arguments (`ansible_ssh_common_args`, `ansible_ssh_extra_args`).
@@ -173,7 +175,13 @@ impl SshConnection {
             "-o".into(),
             format!(
                 "StrictHostKeyChecking={}",
-                if s.strict { "yes" } else { "accept-new" }
+                if s.strict {
+                    "yes"
+                } else if s.accept_any_key {
+                    "no"
+                } else {
+                    "accept-new"
+                }
             ),
             "-o".into(),
             format!("ConnectTimeout={}", s.connect_timeout.as_secs().max(1)),

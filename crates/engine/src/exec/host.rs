@@ -253,6 +253,7 @@ impl Runner {
         };
         crate::modules::lookup(module).is_some_and(|m| m.batches())
             && t.own.until.is_none()
+            && t.own.async_.is_none()
             && inner.attrs.timeout.is_none()
             && inner.attrs.delegate_to.is_none()
     }

@@ -423,19 +423,30 @@ impl Runner {
             None => 1,
         };
         let delay = delay.unwrap_or(if t.own.until.is_some() { 5.0 } else { 0.0 });
+        let job = match self.async_spec(t, view) {
+            Ok(j) => j,
+            Err(e) => return err(e.at(&t.span)),
+        };
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let run = match timeout {
+            let run = match (&job, timeout) {
+                (Some((module, spec)), _) => {
+                    super::async_job::run(module, imp, &mctx, args.clone(), *spec).await
+                }
                 // A task past its `timeout` fails with ansible-core's message (and may be
                 // retried by `until`), whether kk stopped it here or the connection killed
                 // the remote command (its error says "command timed out").
-                Some(d) => match tokio::time::timeout(d, imp.run(&mctx, args.clone())).await {
-                    Err(_) => Ok(timed_out(d)),
-                    Ok(Err(e)) if e.message.starts_with("command timed out") => Ok(timed_out(d)),
-                    Ok(r) => r,
-                },
-                None => imp.run(&mctx, args.clone()).await,
+                (None, Some(d)) => {
+                    match tokio::time::timeout(d, imp.run(&mctx, args.clone())).await {
+                        Err(_) => Ok(timed_out(d)),
+                        Ok(Err(e)) if e.message.starts_with("command timed out") => {
+                            Ok(timed_out(d))
+                        }
+                        Ok(r) => r,
+                    }
+                }
+                (None, None) => imp.run(&mctx, args.clone()).await,
             };
             let res: ModuleResult = match run {
                 Ok(r) => r,

@@ -20,6 +20,7 @@ use crate::template::Templar;
 use crate::vars::{VarMap, VarView};
 
 mod args;
+mod async_job;
 mod host;
 mod include;
 mod item;

@@ -62,6 +62,8 @@ async fn run_with(
         verbosity: 0,
         workdir: dir.to_path_buf(),
         ssh_strict: false,
+        defaults: Default::default(),
+        connect: Default::default(),
     };
     run_playbook(opts, reporter).await.unwrap().exit_code
 }
@@ -199,6 +201,8 @@ async fn run_fake(
         verbosity: 0,
         workdir: dir.path().to_path_buf(),
         ssh_strict: false,
+        defaults: Default::default(),
+        connect: Default::default(),
     };
     let code = run_playbook(opts, rec.clone()).await.unwrap().exit_code;
     let events = rec.0.lock().unwrap().clone();

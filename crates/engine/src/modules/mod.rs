@@ -18,6 +18,8 @@ use crate::error::{Error, ErrorKind, Result, Span};
 use crate::template::Templar;
 
 pub mod args;
+pub mod assemble;
+pub mod async_status;
 pub mod assert;
 pub mod blockinfile;
 pub mod command;
@@ -36,6 +38,7 @@ pub mod net;
 mod oci_registry;
 pub mod package;
 pub mod pause;
+pub mod ping;
 pub mod plan;
 mod registry;
 pub mod remote;
@@ -44,11 +47,13 @@ pub mod set_fact;
 pub mod setup;
 pub mod stat;
 pub mod systemd_service;
+pub mod tempfile;
 pub mod template;
 pub mod unarchive;
 pub mod uri;
 pub mod validate;
 pub mod wait_for;
+pub mod wait_for_connection;
 
 pub use registry::{
     all_names, canonical_name, find, is_command_line, is_free_form, lookup, runs_once, FACTS_MODULE,
@@ -256,6 +261,7 @@ pub fn py_splitlines(s: &str) -> Value {
 pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Everything a module may use while it runs on one host.
+#[derive(Clone)]
 pub struct ModuleContext {
     /// The inventory name of the host the task targets.
     pub host: String,

@@ -5,6 +5,7 @@
 //! derived from [`REGISTRY`], so a module is added in one place.
 
 use super::plan::{Planned, Scripted};
+use super::{assemble, async_status, ping, tempfile, wait_for_connection};
 use super::{
     assert, blockinfile, command, copy, debug, fail, fetch, file, gen_cert, get_url, image,
     include_vars, inventory, lineinfile, package, pause, script, set_fact, setup, stat,
@@ -143,6 +144,14 @@ pub static REGISTRY: &[Entry] = &[
     ),
     module("wait_for", &wait_for::WaitFor),
     module("uri", &uri::Uri),
+    module("ping", &ping::Ping),
+    module("async_status", &async_status::AsyncStatus),
+    module("tempfile", &tempfile::TempFile),
+    module("assemble", &Planned(assemble::Assemble)),
+    module(
+        "wait_for_connection",
+        &wait_for_connection::WaitForConnection,
+    ),
     structural("block", FreeForm::No),
     structural("include_tasks", FreeForm::Text),
     structural("import_tasks", FreeForm::Text),

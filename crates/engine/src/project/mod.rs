@@ -269,6 +269,10 @@ pub struct TaskOwn {
     pub notify_span: Option<Span>,
     /// `listen` (handlers).
     pub listen: Vec<String>,
+    /// `async`: run as a background job of at most this many seconds.
+    pub async_: Option<Keyword<u64>>,
+    /// `poll`: seconds between checks of an `async` job; 0 returns at once.
+    pub poll: Option<Keyword<u64>>,
 }
 
 impl Task {

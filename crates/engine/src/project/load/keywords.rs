@@ -44,6 +44,8 @@ pub const TASK_KEYWORDS: &[&str] = &[
     "timeout",
     "throttle",
     "check_mode",
+    "async",
+    "poll",
     "diff",
     "args",
     "vars",

@@ -26,6 +26,7 @@ mod notify;
 mod roles;
 mod static_vars;
 mod task;
+pub mod text;
 
 pub use notify::{check_notify, flatten_handlers, handler_names, unknown_handler};
 

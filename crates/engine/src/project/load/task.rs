@@ -233,6 +233,8 @@ impl Loader {
         own.until = node.get("until").map(Node::to_value);
         own.retries = Keyword::from_node(node, "retries")?;
         own.delay = Keyword::from_node(node, "delay")?;
+        own.async_ = Keyword::from_node(node, "async")?;
+        own.poll = Keyword::from_node(node, "poll")?;
         own.notify = string_list(node.get("notify"))?;
         own.notify_span = node.get("notify").map(|n| n.span.clone());
         own.listen = string_list(node.get("listen"))?;

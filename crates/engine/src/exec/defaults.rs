@@ -1,0 +1,73 @@
+//! What the command line and `ansible.cfg` set for a whole run: Ansible's play-context
+//! defaults. Play, block and task keywords override them, and host variables
+//! (`ansible_user`, `ansible_become_password`…) override those, as in Ansible.
+
+use crate::project::{BecomeMethod, Keyword, KeywordValue, Play};
+
+/// `-b`, `--become-user`, `--become-method`, `-K`, `--start-at-task`, `--step`.
+#[derive(Clone, Default)]
+pub struct PlayDefaults {
+    /// `-b` / `become = True`: the default of the `become` keyword.
+    pub become_: Option<bool>,
+    /// `--become-user` / `become_user =`: the default of `become_user`.
+    pub become_user: Option<String>,
+    /// `--become-method` / `become_method =`: the default of `become_method`.
+    pub become_method: Option<String>,
+    /// `-K`: the become password, below `ansible_become_password`. Never logged.
+    pub become_password: Option<String>,
+    /// `--start-at-task NAME`: tasks before the first one with this name are skipped.
+    pub start_at_task: Option<String>,
+    /// `--step`: ask before each task.
+    pub step: bool,
+}
+
+impl PlayDefaults {
+    /// Checks the become method now (an options error, before anything runs).
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(m) = &self.become_method {
+            if BecomeMethod::from_value(&serde_json::Value::String(m.clone())).is_err() {
+                return Err(format!(
+                    "become method `{}` is not one kk supports: {}",
+                    m,
+                    BecomeMethod::EXPECTED
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives a play's keywords their command-line defaults where the play sets none
+    /// (its blocks and tasks still override them).
+    pub fn apply(&self, play: &mut Play) {
+        let a = &mut play.attrs;
+        if a.become_.is_none() {
+            a.become_ = self.become_.map(Keyword::Literal);
+        }
+        if a.become_user.is_none() {
+            a.become_user = self.become_user.clone().map(Keyword::Literal);
+        }
+        if a.become_method.is_none() {
+            a.become_method = self.become_method.as_ref().and_then(|m| {
+                BecomeMethod::from_value(&serde_json::Value::String(m.clone()))
+                    .ok()
+                    .map(Keyword::Literal)
+            });
+        }
+    }
+}
+
+impl std::fmt::Debug for PlayDefaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlayDefaults")
+            .field("become_", &self.become_)
+            .field("become_user", &self.become_user)
+            .field("become_method", &self.become_method)
+            .field(
+                "become_password",
+                &self.become_password.as_ref().map(|_| "<hidden>"),
+            )
+            .field("start_at_task", &self.start_at_task)
+            .field("step", &self.step)
+            .finish()
+    }
+}
