@@ -78,7 +78,7 @@ impl Runner {
     ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             let own = scope.child(&t.attrs);
-            if !self.opts.tags.selects(&own.attrs.tags) {
+            if !own.selects(&self.opts.tags) {
                 return;
             }
             // The included tasks inherit the include's keywords except its condition and tags.

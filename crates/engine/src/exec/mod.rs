@@ -106,6 +106,9 @@ struct Scope {
     /// `notify` of the innermost block, import or include_role that set one, with where
     /// it is written: the tasks inside that set none notify these (see [`Scope::notify`]).
     notify: Option<Arc<(Vec<String>, Option<crate::error::Span>)>>,
+    /// Inside a handler: `--tags`/`--skip-tags` do not apply (ansible-core runs a
+    /// notified handler whatever its tags, `never` included).
+    handler: bool,
 }
 
 fn pick<T: Clone>(inner: &Option<T>, outer: &Option<T>) -> Option<T> {
@@ -159,7 +162,13 @@ impl Scope {
             depth: self.depth,
             includes: self.includes.clone(),
             notify: self.notify.clone(),
+            handler: self.handler,
         }
+    }
+
+    /// Whether `--tags`/`--skip-tags` let a task with these (effective) tags run here.
+    fn selects(&self, tags: &crate::exec::TagFilter) -> bool {
+        self.handler || tags.selects(&self.attrs.tags)
     }
 
     /// Enters an entry (block, import, include) whose `notify` its tasks inherit.

@@ -111,7 +111,7 @@ impl Runner {
                 }
                 TaskKind::Module { .. } => {
                     let inner = scope.child(&t.attrs);
-                    if !self.opts.tags.selects(&inner.attrs.tags) {
+                    if !inner.selects(&self.opts.tags) {
                         return;
                     }
                     self.run_tasks_on_hosts(pc, t, hosts, scope, false).await;
@@ -195,7 +195,7 @@ impl Runner {
         scope: Scope,
     ) {
         let inner = scope.child(&t.attrs);
-        if !self.opts.tags.selects(&inner.attrs.tags) {
+        if !inner.selects(&self.opts.tags) {
             return;
         }
         self.emit(Event::TaskStart {
@@ -299,8 +299,12 @@ impl Runner {
                 }
                 let mut handler = h.clone();
                 handler.own.listen.clear();
+                let scope = Scope {
+                    handler: true,
+                    ..scope.clone()
+                };
                 self.clone()
-                    .run_entry(pc.clone(), handler, targets, scope.clone())
+                    .run_entry(pc.clone(), handler, targets, scope)
                     .await;
             }
             for host in &pc.batch {

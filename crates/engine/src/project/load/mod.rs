@@ -143,9 +143,18 @@ impl Loader {
                         Error::syntax(format!("imported playbook `{}` not found", name), &imp.span)
                             .note(format!("looked in {}", dir.display()))
                     })?;
-                plays.extend(crate::depth::grow(|| {
-                    self.load_plays(&target, stack, Some(&imp.span))
-                })?);
+                let mut imported =
+                    crate::depth::grow(|| self.load_plays(&target, stack, Some(&imp.span)))?;
+                // `tags` on import_playbook are every imported play's (ansible-core).
+                let tags = parse_inherited(item)?.tags;
+                for p in &mut imported {
+                    for t in &tags {
+                        if !p.attrs.tags.contains(t) {
+                            p.attrs.tags.push(t.clone());
+                        }
+                    }
+                }
+                plays.extend(imported);
                 continue;
             }
             plays.push(self.parse_play(item, &dir, stack)?);
