@@ -169,7 +169,10 @@ impl PlanApply for GroupModule {
             )
             .await?;
         if out.rc != 0 {
-            return Ok(ModuleResult::failed(out.stderr_text()).with("name", w.name));
+            return Ok(
+                ModuleResult::failed(String::from_utf8_lossy(&out.stderr).into_owned())
+                    .with("name", w.name),
+            );
         }
         let state = if w.cmd[0] == "groupdel" {
             "absent"
@@ -179,8 +182,8 @@ impl PlanApply for GroupModule {
         let mut r = ModuleResult::changed(true)
             .with("name", w.name.clone())
             .with("state", state);
-        let stdout = out.stdout_text();
-        let stderr = out.stderr_text();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         if !stdout.is_empty() {
             r = r.with("stdout", stdout);
         }
@@ -202,11 +205,11 @@ impl PlanApply for GroupModule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn arguments() {
-        let e = |v: serde_json::Value| check(v.as_object().unwrap().clone()).err().unwrap().message;
+        let e = |v: Value| check(v.as_object().unwrap().clone()).err().unwrap().message;
         assert!(e(json!({})).contains("`name` is required"));
         assert!(e(json!({"name": "g", "non_unique": true})).contains("gid"));
         assert!(e(json!({"name": "g", "local": true})).contains("local"));

@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn arguments_and_facts() {
-        let c = |v: serde_json::Value| check(v.as_object().unwrap().clone());
+        let c = |v: Value| check(v.as_object().unwrap().clone());
         assert_eq!(c(json!({"name": "a.b"})).unwrap().1, Strategy::Auto);
         assert_eq!(
             c(json!({"name": "a", "use": "debian"})).unwrap().1,

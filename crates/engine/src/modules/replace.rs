@@ -243,9 +243,9 @@ impl PlanApply for Replace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    fn checked(v: serde_json::Value) -> Checked {
+    fn checked(v: Value) -> Checked {
         check(v.as_object().unwrap().clone()).unwrap()
     }
 
@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn bad_arguments() {
-        let e = |v: serde_json::Value| check(v.as_object().unwrap().clone()).err().unwrap().message;
+        let e = |v: Value| check(v.as_object().unwrap().clone()).err().unwrap().message;
         assert!(e(json!({"path": "/x"})).contains("`regexp` is required"));
         assert!(e(json!({"regexp": "a"})).contains("`path` is required"));
         assert!(e(json!({"path": "/x", "regexp": "("})).contains("not a valid regular expression"));

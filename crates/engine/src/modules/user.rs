@@ -378,7 +378,7 @@ impl PlanApply for User {
                     let current: Vec<&str> = acc
                         .groups
                         .iter()
-                        .filter(|g| g.members.iter().any(|m| *m == name))
+                        .filter(|g| g.members.contains(&name))
                         .map(|g| g.name.as_str())
                         .collect();
                     let wanted_raw: Vec<String> =
@@ -513,12 +513,14 @@ impl PlanApply for User {
             let out = ctx.exec(script, None).await?;
             if out.rc != 0 {
                 let name = cmd.last().cloned().unwrap_or_default();
-                return Ok(ModuleResult::failed(out.stderr_text())
-                    .with("name", name)
-                    .with("rc", out.rc));
+                return Ok(
+                    ModuleResult::failed(String::from_utf8_lossy(&out.stderr).into_owned())
+                        .with("name", name)
+                        .with("rc", out.rc),
+                );
             }
-            let stdout = out.stdout_text();
-            let stderr = out.stderr_text();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
             if !stdout.is_empty() {
                 r = r.with("stdout", stdout);
             }
