@@ -294,22 +294,31 @@ impl Runner {
                 };
                 // The become password, else the login password (KubeKey's connector
                 // password serves both); sudo is asked for it only if it wants one.
-                let password = [
-                    "ansible_become_password",
-                    "ansible_become_pass",
-                    "ansible_password",
-                    "ansible_ssh_pass",
-                ]
-                .iter()
-                .find_map(|k| view.get_json(k).ok().flatten())
-                .or_else(|| {
-                    view.get_json("connector")
-                        .ok()
-                        .flatten()
-                        .and_then(|c| c.get("password").cloned())
-                })
-                .filter(|v| !v.is_null())
-                .map(|v| value_text(&v));
+                // `-K`'s password comes after the become variables, before the login's.
+                let asked = || {
+                    self.opts
+                        .defaults
+                        .become_password
+                        .clone()
+                        .map(Value::String)
+                };
+                let password = ["ansible_become_password", "ansible_become_pass"]
+                    .iter()
+                    .find_map(|k| view.get_json(k).ok().flatten())
+                    .or_else(asked)
+                    .or_else(|| {
+                        ["ansible_password", "ansible_ssh_pass"]
+                            .iter()
+                            .find_map(|k| view.get_json(k).ok().flatten())
+                    })
+                    .or_else(|| {
+                        view.get_json("connector")
+                            .ok()
+                            .flatten()
+                            .and_then(|c| c.get("password").cloned())
+                    })
+                    .filter(|v| !v.is_null())
+                    .map(|v| value_text(&v));
                 Some(Become { user, password })
             }
             Ok(false) => None,

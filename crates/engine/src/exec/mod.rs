@@ -20,11 +20,14 @@ use crate::template::Templar;
 use crate::vars::{VarMap, VarView};
 
 mod args;
+mod defaults;
 mod async_job;
 mod host;
 mod include;
 mod item;
+mod listing;
 mod play;
+mod start_at;
 pub mod tags;
 mod task;
 #[cfg(test)]
@@ -32,6 +35,8 @@ mod tests;
 mod view;
 mod walk;
 
+pub use defaults::PlayDefaults;
+pub use listing::{list_playbook, syntax_check, ListWhat};
 pub use tags::TagFilter;
 
 /// Everything a run needs besides the reporter.
@@ -65,6 +70,10 @@ pub struct RunOptions {
     pub workdir: PathBuf,
     /// `--ssh-strict`: refuse hosts whose key is not in `<workdir>/known_hosts`.
     pub ssh_strict: bool,
+    /// `-b`, `--become-user`, `-K`, `--start-at-task`… (and `ansible.cfg`'s).
+    pub defaults: PlayDefaults,
+    /// `-u`, `--private-key`, `-k`, `timeout`, `ssh_args`… (and `ansible.cfg`'s).
+    pub connect: crate::connect::ConnectDefaults,
 }
 
 /// How the run ended, as Ansible's exit codes say.
@@ -243,6 +252,46 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
         opts.roles_path.clone(),
         Arc::new(opts.extra_vars.clone()),
     )?;
+    run_loaded(opts, playbook, reporter, start).await
+}
+
+/// Runs plays written as text (`kk adhoc`'s one-task play) as if they were a playbook in
+/// the working directory.
+pub async fn run_play_text(
+    opts: RunOptions,
+    text: &str,
+    reporter: Arc<dyn Reporter>,
+) -> Result<Outcome> {
+    let start = Instant::now();
+    let dir = std::env::current_dir().unwrap_or_default();
+    let playbook = crate::project::load::text::load_play_text(
+        "<adhoc>",
+        text,
+        &dir,
+        opts.roles_path.clone(),
+        Arc::new(opts.extra_vars.clone()),
+    )?;
+    let opts = RunOptions {
+        playbook: dir.join("<adhoc>"),
+        ..opts
+    };
+    run_loaded(opts, playbook, reporter, start).await
+}
+
+async fn run_loaded(
+    opts: RunOptions,
+    mut playbook: crate::project::Playbook,
+    reporter: Arc<dyn Reporter>,
+    start: Instant,
+) -> Result<Outcome> {
+    for play in &mut playbook.plays {
+        opts.defaults.apply(play);
+    }
+    let start_at_missed = opts
+        .defaults
+        .start_at_task
+        .as_deref()
+        .and_then(|name| start_at::apply(&mut playbook.plays, name));
     crate::modules::validate::check_playbook(&playbook)?;
     let playbook_dir = opts
         .playbook
@@ -273,6 +322,7 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
         connect_opts: crate::connect::ConnectOptions {
             workdir: opts.workdir.clone(),
             strict_host_keys: opts.ssh_strict,
+            defaults: opts.connect.clone(),
         },
         max_fail_break: AtomicBool::new(false),
         forks: tokio::sync::Semaphore::new(opts.forks.max(1)),
@@ -322,6 +372,9 @@ pub async fn run_playbook(opts: RunOptions, reporter: Arc<dyn Reporter>) -> Resu
     }
     if runner.max_fail_break.load(Ordering::SeqCst) {
         code = 2;
+    }
+    if let Some(msg) = start_at_missed {
+        runner.warn(msg);
     }
     let results = runner.results.lock().unwrap().clone();
     if !results.is_empty() {
