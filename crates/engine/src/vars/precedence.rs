@@ -17,8 +17,12 @@ pub enum Level {
     RoleDefaults,
     /// KubeKey's config `spec` (`-c config.yaml`).
     Config,
-    /// Inventory variables: all, groups parent before child, then the host's own
-    /// (already merged by the inventory).
+    /// Inventory variables, already layered by the inventory in ansible-core's order:
+    /// the inventory's all and group vars < group_vars/all (next to the inventory, then
+    /// next to the play's playbook) < group_vars/<group> (same; groups by depth, then
+    /// `ansible_group_priority`, then name) < the inventory's host vars <
+    /// host_vars/<host> (next to the inventory, then the playbook). See
+    /// `inventory::vars_files`.
     Inventory,
     /// Gathered facts (`setup`, `gather_facts`).
     Facts,
