@@ -88,6 +88,7 @@ impl std::fmt::Display for VaultError {
             VaultError::NoSecrets => {
                 f.write_str("Attempting to decrypt but no vault secrets found")
             }
+            VaultError::Format(m) if m.starts_with("Input is not") => f.write_str(m),
             VaultError::Format(m) => write!(f, "Vault format error: {}", m),
             VaultError::Failed => {
                 f.write_str("Decryption failed (no vault secrets were found that could decrypt)")
@@ -106,6 +107,11 @@ impl Keyring {
     /// then all the others in order (ansible-core's default, `vault_id_match = False`).
     /// Returns the plaintext and the secret that opened it.
     pub fn decrypt(&self, data: &[u8]) -> Result<(Vec<u8>, &Secret), VaultError> {
+        if !is_encrypted(data) {
+            return Err(VaultError::Format(
+                "Input is not vault encrypted data".into(),
+            ));
+        }
         let env = format::parse(data).map_err(|m| VaultError::Format(m.to_string()))?;
         if env.cipher != "AES256" {
             return Err(VaultError::Format(format!(
