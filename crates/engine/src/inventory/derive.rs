@@ -75,23 +75,16 @@ impl Inventory {
             .map(|(g, def)| (depth.get(g).copied().unwrap_or(1), priority(&def.vars), g))
             .collect();
         order.sort();
-        let direct_ungrouped: HashSet<&String> = self
-            .groups
-            .get(UNGROUPED)
-            .map(|g| g.hosts.iter().collect())
-            .unwrap_or_default();
         // Each host's groups in precedence order, from the memberships (not every host
         // against every group: that is hosts × groups).
         let mut host_groups: HashMap<&String, Vec<&String>> = HashMap::new();
         for (_, _, g) in &order {
-            let hosts: Vec<&String> = if *g == UNGROUPED {
-                direct_ungrouped.iter().copied().collect()
-            } else {
-                members
-                    .get(*g)
-                    .map(|m| m.iter().collect())
-                    .unwrap_or_default()
-            };
+            // `ungrouped`'s variables go to the hosts in no other group, listed there or not
+            // (Ansible's reconciled `ungrouped`).
+            let hosts: Vec<&String> = members
+                .get(*g)
+                .map(|m| m.iter().collect())
+                .unwrap_or_default();
             for h in hosts {
                 host_groups.entry(h).or_default().push(*g);
             }

@@ -431,6 +431,14 @@ mod tests {
     }
 
     #[test]
+    fn ungrouped_vars_reach_hosts_in_no_other_group() {
+        let inv = load("u1\n[web]\nh1\n[ungrouped]\nh1\nu2\n[ungrouped:vars]\nuv=1\n").unwrap();
+        assert_eq!(inv.host_names(), vec!["u1", "u2", "h1"]);
+        assert_eq!(inv.host_vars("u2")["uv"], json!(1));
+        assert!(!inv.host_vars("h1").contains_key("uv"));
+    }
+
+    #[test]
     fn children_declared_later() {
         let inv = load("[top:children]\nmid\n[mid:children]\nleaf\n[leaf]\nx\n[mid]\n").unwrap();
         assert_eq!(inv.group_names("x"), vec!["leaf", "mid", "top"]);
