@@ -234,6 +234,7 @@ impl Runner {
                         tasks_from,
                         vars_from,
                         defaults_from,
+                        rolespec_validate,
                         ..
                     } => {
                         match self.loader.load_role(
@@ -249,7 +250,15 @@ impl Runner {
                                 let key = scope_role.role.path.join("tasks").join(from);
                                 let r = enter(&mut s, &key, &target, conditional, depth, &t)
                                     .and_then(|d| {
-                                        self.loader.included_role(&scope_role, from, d, &t.span)
+                                        let validate =
+                                            rolespec_validate.then_some(&pc.play.span);
+                                        self.loader.included_role(
+                                            &scope_role,
+                                            from,
+                                            d,
+                                            &t.span,
+                                            validate,
+                                        )
                                     })
                                     .map(|(tasks, handlers)| {
                                         self.add_included_handlers(&pc, &scope_role, handlers);

@@ -176,7 +176,7 @@ impl Scope {
     }
 
     /// Whether `--tags`/`--skip-tags` let a task with these (effective) tags run here.
-    fn selects(&self, tags: &crate::exec::TagFilter) -> bool {
+    fn selects(&self, tags: &TagFilter) -> bool {
         self.handler || tags.selects(&self.attrs.tags)
     }
 

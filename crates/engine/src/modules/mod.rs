@@ -18,6 +18,7 @@ use crate::error::{Error, ErrorKind, Result, Span};
 use crate::template::Templar;
 
 pub mod args;
+pub mod argspec;
 pub mod assemble;
 pub mod async_status;
 pub mod assert;

@@ -164,6 +164,10 @@ pub static REGISTRY: &[Entry] = &[
     structural("include", FreeForm::No),
     structural("import_playbook", FreeForm::Text),
     module("result", &inventory::Report),
+    module(
+        "validate_argument_spec",
+        &super::argspec::ValidateArgumentSpec,
+    ),
 ];
 
 /// The canonical name of an action as written: the collection prefix removed

@@ -269,13 +269,13 @@ mod tests {
     fn mime_from_file_as_ansible_reads_it() {
         let out = b"KK_MIME:/tmp/a b: text/plain; charset=us-ascii\nrecord...\n";
         assert_eq!(
-            super::parse_mime(out),
+            parse_mime(out),
             ("text/plain".into(), "us-ascii".into())
         );
         assert_eq!(
-            super::parse_mime(b"no file here\n"),
+            parse_mime(b"no file here\n"),
             ("unknown".into(), "unknown".into())
         );
-        assert!(super::mime_script("/x y", false).contains("'/x y'"));
+        assert!(mime_script("/x y", false).contains("'/x y'"));
     }
 }

@@ -197,6 +197,8 @@ pub enum TaskKind {
         vars_from: Option<String>,
         /// `defaults_from`.
         defaults_from: Option<String>,
+        /// `rolespec_validate` (default true): check the role's argument spec first.
+        rolespec_validate: bool,
     },
     /// `meta: flush_handlers | end_play | end_host | noop | clear_host_errors | refresh_inventory`.
     Meta(String),
@@ -231,11 +233,13 @@ impl Clone for TaskKind {
                 tasks_from,
                 vars_from,
                 defaults_from,
+                rolespec_validate,
             } => TaskKind::IncludeRole {
                 name: name.clone(),
                 tasks_from: tasks_from.clone(),
                 vars_from: vars_from.clone(),
                 defaults_from: defaults_from.clone(),
+                rolespec_validate: *rolespec_validate,
             },
             TaskKind::Meta(m) => TaskKind::Meta(m.clone()),
         }

@@ -19,6 +19,7 @@ use crate::yaml::{self, Node, Yaml};
 use keywords::parse_inherited;
 pub use keywords::{PLAY_KEYWORDS, TASK_KEYWORDS};
 
+mod argspecs;
 mod collections;
 mod include_check;
 mod keywords;
@@ -52,6 +53,8 @@ struct FileCtx {
     /// The play's `vars` and those of the enclosing blocks: what a static import's
     /// templated file name may use (see [`Loader::render_static`]).
     vars: Arc<VarMap>,
+    /// Where the play is written: a role's argument validation task reports there.
+    play_span: Option<Span>,
 }
 
 /// Loads a playbook file and everything it imports (tests; runs pass their extra vars).
@@ -194,6 +197,7 @@ impl Loader {
             stack: stack.to_vec(),
             depth: 0,
             vars: Arc::new(VarMap::new()),
+            play_span: Some(node.span.clone()),
         };
         let attrs = parse_inherited(node)?;
         let ctx = FileCtx {
@@ -299,6 +303,7 @@ impl Loader {
             stack,
             depth,
             vars: Arc::new(VarMap::new()),
+            play_span: None,
         };
         self.parse_task_list(Some(&root), &ctx)
     }

@@ -261,12 +261,15 @@ impl Loader {
     /// What `include_role` runs, loaded when it runs: the role's `meta/main` dependencies
     /// (role blocks) before its `tasks_from` tasks, and its handlers and its
     /// dependencies', which join the play's (ansible-core loads both for an included role).
+    /// With `validate`, the role's argument spec is checked first (a task reported at
+    /// `play_span`, see [`Loader::validation_task`]).
     pub fn included_role(
         &self,
         scope: &RoleScope,
         tasks_from: &str,
         depth: usize,
         span: &Span,
+        validate: Option<&Span>,
     ) -> Result<(Vec<Task>, Vec<Task>)> {
         let role_ctx = FileCtx {
             dir: scope.role.path.clone(),
@@ -274,10 +277,14 @@ impl Loader {
             stack: vec![canonical(&scope.role.path)],
             depth,
             vars: Arc::new(VarMap::new()),
+            play_span: validate.cloned(),
         };
         self.check_dependency_graph(&canonical(&scope.role.path))?;
         let (mut tasks, mut handlers) = (Vec::new(), Vec::new());
         self.role_dependencies(&role_ctx, &mut tasks, &mut handlers, &mut HashSet::new())?;
+        if let Some(at) = validate {
+            tasks.extend(self.validation_task(scope, tasks_from, at)?);
+        }
         tasks.extend(self.role_tasks(scope, tasks_from, &[], depth, span)?);
         self.role_handlers(&role_ctx, span, &mut handlers)?;
         Ok((tasks, handlers))
@@ -377,10 +384,19 @@ impl Loader {
             stack: stack.clone(),
             depth: crate::depth::deeper(ctx.depth, &item.span)?,
             vars: ctx.vars.clone(),
+            play_span: ctx.play_span.clone(),
         };
         // meta/main dependencies run first.
         let mut block = Vec::new();
         self.role_dependencies(&role_ctx, &mut block, handlers, seen)?;
+        let validate = item
+            .get("rolespec_validate")
+            .map(|n| crate::ansible::to_bool(&n.to_value()) != Some(false))
+            .unwrap_or(true);
+        if validate {
+            let at = ctx.play_span.as_ref().unwrap_or(&item.span);
+            block.extend(self.validation_task(&scope, &tasks_from, at)?);
+        }
         block.extend(self.role_tasks(&scope, &tasks_from, &stack, role_ctx.depth, &item.span)?);
         self.role_handlers(&role_ctx, &item.span, handlers)?;
         out.push(Task {

@@ -332,6 +332,9 @@ impl Loader {
                     .get("defaults_from")
                     .and_then(Value::as_str)
                     .map(str::to_string),
+                rolespec_validate: args
+                    .get("rolespec_validate")
+                    .is_none_or(|v| crate::ansible::to_bool(v) != Some(false)),
             },
             "meta" => {
                 let what = args
