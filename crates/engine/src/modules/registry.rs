@@ -8,9 +8,10 @@ use super::plan::{Planned, Scripted};
 use super::{assemble, async_status, ping, tempfile, wait_for_connection};
 use super::{
     assert, blockinfile, command, copy, debug, fail, fetch, file, gen_cert, get_url, image,
-    include_vars, inventory, lineinfile, package, pause, script, set_fact, setup, stat,
-    systemd_service, template, unarchive, uri, wait_for, Module,
+    include_vars, inventory, lineinfile, package, pause, replace, script, set_fact, setup, slurp,
+    stat, systemd_service, template, unarchive, uri, wait_for, Module,
 };
+use super::{group, hostname, modprobe, sysctl, user};
 
 /// How a task's free-form text (`command: ls -l`, `include_tasks: x.yaml`) is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +124,20 @@ pub static REGISTRY: &[Entry] = &[
     module("stat", &stat::Stat),
     module("lineinfile", &Planned(lineinfile::LineInFile)),
     module("blockinfile", &Planned(blockinfile::BlockInFile)),
+    module("replace", &Planned(replace::Replace)),
+    module("find", &super::find_files::Find),
+    module("slurp", &slurp::Slurp),
+    module("user", &Planned(user::User)),
+    module("group", &Planned(group::GroupModule)),
+    module("hostname", &Planned(hostname::Hostname)),
+    with_aliases(
+        module("sysctl", &Planned(sysctl::Sysctl)),
+        &["ansible.posix.sysctl"],
+    ),
+    with_aliases(
+        module("modprobe", &Planned(modprobe::Modprobe)),
+        &["community.general.modprobe"],
+    ),
     module("fetch", &fetch::Fetch),
     with_form(module("script", &script::Script), FreeForm::CommandLine),
     with_form(
