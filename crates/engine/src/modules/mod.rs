@@ -38,6 +38,7 @@ pub mod hostname;
 pub mod image;
 pub mod include_vars;
 pub mod inventory;
+pub mod known_hosts;
 pub mod lineinfile;
 pub mod modprobe;
 pub mod net;

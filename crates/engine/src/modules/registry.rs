@@ -5,7 +5,7 @@
 //! derived from [`REGISTRY`], so a module is added in one place.
 
 use super::plan::{Planned, Scripted};
-use super::{assemble, async_status, ping, tempfile, wait_for_connection};
+use super::{assemble, async_status, known_hosts, ping, tempfile, wait_for_connection};
 use super::{
     assert, blockinfile, command, copy, debug, fail, fetch, file, gen_cert, get_url, image,
     include_vars, inventory, lineinfile, package, pause, replace, script, set_fact, setup, slurp,
@@ -162,6 +162,7 @@ pub static REGISTRY: &[Entry] = &[
     module("ping", &ping::Ping),
     module("async_status", &async_status::AsyncStatus),
     module("tempfile", &tempfile::TempFile),
+    module("known_hosts", &Planned(known_hosts::KnownHosts)),
     module("assemble", &Planned(assemble::Assemble)),
     module(
         "wait_for_connection",
