@@ -7,9 +7,10 @@
 use serde_json::Value;
 
 use crate::error::{did_you_mean, Error, Result, Span};
-use crate::vars::{merge_maps, VarMap};
+use crate::vars::VarMap;
 use crate::yaml::{Node, Yaml};
 
+use super::derive::combine_vars;
 use super::node::{key_span, scalar_name, vars_map};
 use super::ranges::expand_host;
 use super::{too_many_hosts, Inventory, ALL, MAX_HOSTS};
@@ -62,10 +63,13 @@ impl Inventory {
             match key.as_str() {
                 "vars" => {
                     let vars = vars_map(value, &format!("vars of group `{}`", gname))?;
+                    // A group given twice: Ansible's set_variable, key by key.
+                    let deep = self.kubekey_form;
                     if gname == ALL {
-                        merge_maps(&mut self.all_vars, &vars);
+                        combine_vars(deep, &mut self.all_vars, &vars);
                     } else {
-                        merge_maps(
+                        combine_vars(
+                            deep,
                             &mut self.groups.entry(gname.to_string()).or_default().vars,
                             &vars,
                         );

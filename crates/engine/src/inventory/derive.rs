@@ -201,13 +201,7 @@ impl Inventory {
     /// set one key of a mapping), replaced whole for Ansible's (ansible-core's default
     /// `hash_behaviour = replace`), design §3.
     pub(super) fn combine(&self, base: &mut VarMap, over: &VarMap) {
-        if self.kubekey_form {
-            merge_maps(base, over);
-        } else {
-            for (k, v) in over {
-                base.insert(k.clone(), v.clone());
-            }
-        }
+        combine_vars(self.kubekey_form, base, over);
     }
 
     fn resolve_members(&self, g: &str, resolved: &mut HashMap<String, Vec<String>>) -> Vec<String> {
@@ -343,6 +337,17 @@ fn priority(vars: &VarMap) -> i64 {
         Some(Value::Number(n)) => n.as_i64().unwrap_or(1),
         Some(Value::String(s)) => s.trim().parse().unwrap_or(1),
         _ => 1,
+    }
+}
+
+/// [`Inventory::combine`] for maps inside the inventory: `deep` for KubeKey's form.
+pub(super) fn combine_vars(deep: bool, base: &mut VarMap, over: &VarMap) {
+    if deep {
+        merge_maps(base, over);
+    } else {
+        for (k, v) in over {
+            base.insert(k.clone(), v.clone());
+        }
     }
 }
 

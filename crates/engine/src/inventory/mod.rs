@@ -19,7 +19,7 @@ use std::sync::Arc;
 use indexmap::{IndexMap, IndexSet};
 
 use crate::error::{Error, ErrorKind, Result, Span};
-use crate::vars::{merge_maps, VarMap};
+use crate::vars::VarMap;
 use crate::yaml::{Node, Yaml};
 
 mod ansible;
@@ -185,8 +185,9 @@ impl Inventory {
     }
 
     fn add_host_def(&mut self, name: &str, vars: &VarMap, span: Option<&Span>) {
+        let deep = self.kubekey_form;
         match self.hosts.get_mut(name) {
-            Some(h) => merge_maps(&mut h.vars, vars),
+            Some(h) => derive::combine_vars(deep, &mut h.vars, vars),
             None => {
                 self.hosts.insert(
                     name.to_string(),
