@@ -75,13 +75,18 @@ fn inspect(
         },
         ..common.clone()
     };
-    let opts = build_options(
+    let mut opts = build_options(
         playbook,
         &quiet,
         &Preset::default(),
         &workdir_of(common),
         &cfg,
     )?;
+    if flags.list_tags && opts.tags.only.is_empty() && opts.tags.skip.is_empty() {
+        // As ansible-playbook: listing tags without --tags/--skip-tags lists every task,
+        // `never` ones included.
+        opts.tags.only = vec!["never".into(), "all".into()];
+    }
     if flags.list_hosts || flags.list_tasks || flags.list_tags {
         let what = ListWhat {
             hosts: flags.list_hosts,

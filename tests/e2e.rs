@@ -10,6 +10,7 @@ mod bad_input;
 mod bad_playbooks;
 mod builtin_defaults;
 mod certs_hooks;
+mod cli_ansible;
 mod cli_builtin;
 mod cli_lifecycle;
 mod cluster_bad_input;

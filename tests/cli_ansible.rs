@@ -1,0 +1,384 @@
+//! Ansible users' command line (issue 16): `ansible.cfg` and `ANSIBLE_*`, `kk run`'s
+//! inspection flags (`--syntax-check`, `--list-hosts`, `--list-tasks`, `--list-tags`),
+//! password prompts, and `kk adhoc` — each compared with the real `ansible-playbook` /
+//! `ansible` of the oracle venv where their output can be compared.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use crate::common::{Project, Run};
+
+/// The oracle venv's `bin` (installed once by tests/oracle/setup_ansible.sh).
+fn venv_bin() -> PathBuf {
+    static ONCE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut done = ONCE.lock().unwrap_or_else(|e| e.into_inner());
+    if !*done {
+        let out = Command::new("bash")
+            .arg(root.join("tests/oracle/setup_ansible.sh"))
+            .current_dir(&root)
+            .output()
+            .expect("run setup_ansible.sh");
+        assert!(out.status.success(), "setup_ansible.sh failed: {:?}", out);
+        *done = true;
+    }
+    std::env::var_os("KK_ORACLE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/oracle-venv"))
+        .join("bin")
+}
+
+/// Runs a program in the project with no terminal on stdin, with `env` set and any
+/// `ANSIBLE_*` of the test's own environment removed (so only the test's settings count).
+fn run_in(p: &Project, program: PathBuf, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(program);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ANSIBLE_") {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd
+        .args(args)
+        .current_dir(p.dir())
+        .envs(env.iter().copied())
+        .env("ANSIBLE_NOCOLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn");
+    Run::from_output(out)
+}
+
+fn kk(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Run {
+    run_in(p, PathBuf::from(env!("CARGO_BIN_EXE_kk")), args, env)
+}
+
+fn ansible(p: &Project, tool: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    run_in(p, venv_bin().join(tool), args, env)
+}
+
+/// Output lines sorted: Ansible prints a play's hosts, and ad-hoc results, in no fixed order.
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut l: Vec<String> = s.lines().map(str::to_string).collect();
+    l.sort();
+    l
+}
+
+fn assert_same(what: &str, k: &Run, a: &Run) {
+    assert_eq!(
+        k.code,
+        a.code,
+        "{what}: exit codes differ\nkk: {}\nansible: {}",
+        k.describe(),
+        a.describe()
+    );
+    assert_eq!(
+        sorted_lines(&k.stdout),
+        sorted_lines(&a.stdout),
+        "{what}: output differs\n--- kk:\n{}\n--- ansible:\n{}",
+        k.stdout,
+        a.stdout
+    );
+}
+
+/// An INI inventory of local hosts in groups web, db and prod, a role and a playbook
+/// with tags on plays, roles, blocks and tasks.
+fn project() -> Project {
+    let p = Project::new();
+    let python = venv_bin().join("python3");
+    p.file(
+        "inv.ini",
+        &format!(
+            "[all:vars]\nansible_connection=local\nansible_python_interpreter={}\n\n[web]\nh1\nh2\n\n[db]\nh3\n\n[prod]\nh1\nh3\n",
+            python.display()
+        ),
+    )
+    .file("other.ini", "[other]\nh9 ansible_connection=local\n")
+    .file(
+        "roles/r1/tasks/main.yml",
+        "- name: role task\n  debug: msg=hi\n  tags: [rt]\n",
+    )
+    .file("inc.yml", "- debug: msg=x\n")
+    .file(
+        "pb.yml",
+        r#"- name: first play
+  hosts: web
+  gather_facts: false
+  tags: [p1]
+  roles: [r1]
+  tasks:
+    - name: one
+      debug: msg=1
+      tags: [a, b]
+    - block:
+        - name: two
+          command: echo 2
+      rescue:
+        - name: not listed
+          debug: msg=r
+      tags: [blk]
+    - debug: msg=3
+    - include_tasks: inc.yml
+    - name: never task
+      debug: msg=n
+      tags: [never, special]
+- hosts: all:!db
+  gather_facts: false
+  tasks:
+    - name: four
+      shell: echo 4
+"#,
+    );
+    p
+}
+
+#[test]
+fn list_flags_print_what_ansible_playbook_prints() {
+    let p = project();
+    for flags in [
+        &["--list-hosts"][..],
+        &["--list-tasks"],
+        &["--list-tags"],
+        &["--list-tasks", "--list-hosts", "--list-tags"],
+        &["--list-tasks", "--tags", "a,blk"],
+        &["--list-tasks", "--tags", "special"],
+        &["--list-tasks", "--skip-tags", "p1"],
+        &["--list-hosts", "-l", "h1"],
+    ] {
+        let mut args = vec!["-i", "inv.ini", "pb.yml"];
+        args.extend_from_slice(flags);
+        let mut kk_args = vec!["run"];
+        kk_args.extend_from_slice(&args);
+        let k = kk(&p, &kk_args, &[]);
+        let a = ansible(&p, "ansible-playbook", &args, &[]);
+        assert_same(&flags.join(" "), &k, &a);
+    }
+    // kk lists a play's hosts in inventory order.
+    let k = kk(&p, &["run", "-i", "inv.ini", "pb.yml", "--list-hosts"], &[]);
+    assert!(
+        k.stdout.contains("    hosts (2):\n      h1\n      h2\n"),
+        "{}",
+        k.stdout
+    );
+}
+
+#[test]
+fn syntax_check_loads_and_runs_nothing() {
+    let p = project();
+    p.file(
+        "writes.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {content: x, dest: \"{{ playbook_dir }}/written\"}\n",
+    )
+    .file(
+        "broken.yml",
+        "- hosts: all\n  tasks:\n    - debug: msg=x\n     bad: indentation\n",
+    );
+    let k = kk(
+        &p,
+        &["run", "-i", "inv.ini", "writes.yml", "--syntax-check"],
+        &[],
+    );
+    let a = ansible(
+        &p,
+        "ansible-playbook",
+        &["-i", "inv.ini", "writes.yml", "--syntax-check"],
+        &[],
+    );
+    assert_same("--syntax-check", &k, &a);
+    assert_eq!(k.stdout, "\nplaybook: writes.yml\n");
+    assert!(!p.path("written").exists(), "--syntax-check ran the play");
+    let k = kk(
+        &p,
+        &["run", "-i", "inv.ini", "broken.yml", "--syntax-check"],
+        &[],
+    );
+    let a = ansible(
+        &p,
+        "ansible-playbook",
+        &["-i", "inv.ini", "broken.yml", "--syntax-check"],
+        &[],
+    );
+    assert_eq!(
+        (k.code, a.code),
+        (4, 4),
+        "{}\n{}",
+        k.describe(),
+        a.describe()
+    );
+    assert!(k.stderr.contains("broken.yml:4"), "{}", k.stderr);
+}
+
+#[test]
+fn ansible_cfg_and_environment_as_ansible_reads_them() {
+    let p = project();
+    p.file(
+        "ansible.cfg",
+        "# a user's config\n[defaults]\ninventory = inv.ini\nforks = 3 ; inline comment\nunknown_setting = ignored\nhost_key_checking = False\n\n[privilege_escalation]\nbecome = True\nbecome_user = root\n\n[ssh_connection]\nssh_args = -o ControlMaster=auto -o ControlPersist=60s\n\n[some_plugin]\nx = 1\n",
+    )
+    .file("sub/ansible.cfg", "[defaults]\ninventory = ../other.ini\n");
+    // ./ansible.cfg gives the inventory when -i is not given.
+    let args = ["pb.yml", "--list-hosts"];
+    let k = kk(&p, &["run", "pb.yml", "--list-hosts"], &[]);
+    let a = ansible(&p, "ansible-playbook", &args, &[]);
+    assert_same("./ansible.cfg", &k, &a);
+    assert!(k.stdout.contains("hosts (2)"), "{}", k.stdout);
+    // ANSIBLE_INVENTORY over the file; -i over both.
+    let env = [("ANSIBLE_INVENTORY", "other.ini")];
+    let k = kk(&p, &["run", "pb.yml", "--list-hosts"], &env);
+    let a = ansible(&p, "ansible-playbook", &args, &env);
+    assert_same("ANSIBLE_INVENTORY", &k, &a);
+    assert!(k.stdout.contains("h9"), "{}", k.stdout);
+    let k = kk(
+        &p,
+        &["run", "-i", "inv.ini", "pb.yml", "--list-hosts"],
+        &env,
+    );
+    assert!(!k.stdout.contains("h9"), "{}", k.stdout);
+    // ANSIBLE_CONFIG names another file; its relative paths are from its directory.
+    let env = [("ANSIBLE_CONFIG", "sub/ansible.cfg")];
+    let k = kk(&p, &["run", "pb.yml", "--list-hosts"], &env);
+    let a = ansible(&p, "ansible-playbook", &args, &env);
+    assert_same("ANSIBLE_CONFIG", &k, &a);
+    // -v names the file, as Ansible.
+    let k = kk(&p, &["run", "pb.yml", "--syntax-check", "-v"], &env);
+    assert!(
+        k.stdout.starts_with(&format!(
+            "Using {} as config file",
+            p.path("sub/ansible.cfg").display()
+        )),
+        "{}",
+        k.stdout
+    );
+    // The file's become applies to a run (the task runs through sudo as root).
+    p.file(
+        "whoami.yml",
+        "- hosts: h1\n  gather_facts: false\n  tasks:\n    - command: id -un\n      register: r\n    - debug: var=r.stdout\n",
+    );
+    let k = kk(&p, &["run", "whoami.yml", "-o", "json"], &[]);
+    assert_eq!(k.code, 0, "{}", k.describe());
+    // A file that does not parse: exit 5, naming the line, for both.
+    p.file("bad/ansible.cfg", "[defaults]\nforks = 7\nbogus line\n");
+    let env = [("ANSIBLE_CONFIG", "bad/ansible.cfg")];
+    let k = kk(&p, &["run", "pb.yml", "--list-hosts"], &env);
+    let a = ansible(&p, "ansible-playbook", &args, &env);
+    assert_eq!(
+        (k.code, a.code),
+        (5, 5),
+        "{}\n{}",
+        k.describe(),
+        a.describe()
+    );
+    assert!(k.stderr.contains("bad/ansible.cfg:3"), "{}", k.stderr);
+    assert!(k.stderr.contains("bogus line"), "{}", k.stderr);
+    // A bad value from the environment: exit 5 for both.
+    let env = [("ANSIBLE_FORKS", "many")];
+    let k = kk(&p, &["run", "pb.yml", "--list-hosts"], &env);
+    let a = ansible(&p, "ansible-playbook", &args, &env);
+    assert_eq!(
+        (k.code, a.code),
+        (5, 5),
+        "{}\n{}",
+        k.describe(),
+        a.describe()
+    );
+    assert!(k.stderr.contains("ANSIBLE_FORKS"), "{}", k.stderr);
+}
+
+#[test]
+fn password_prompts_need_a_terminal() {
+    let p = project();
+    for (args, flag) in [
+        (
+            &["run", "-i", "inv.ini", "pb.yml", "-K"][..],
+            "-K/--ask-become-pass",
+        ),
+        (
+            &["run", "-i", "inv.ini", "pb.yml", "--ask-pass"],
+            "-k/--ask-pass",
+        ),
+        (
+            &["adhoc", "all", "-i", "inv.ini", "-m", "ping", "-k"],
+            "-k/--ask-pass",
+        ),
+    ] {
+        let k = kk(&p, args, &[]);
+        assert_eq!(k.code, 5, "{}", k.describe());
+        assert!(
+            k.stderr.contains(flag) && k.stderr.contains("not a terminal"),
+            "{}",
+            k.stderr
+        );
+    }
+    // The inspections ask nothing, as ansible-playbook.
+    let k = kk(
+        &p,
+        &["run", "-i", "inv.ini", "pb.yml", "-K", "--list-tasks"],
+        &[],
+    );
+    assert_eq!(k.code, 0, "{}", k.describe());
+    // An unknown become method is an options error.
+    let k = kk(
+        &p,
+        &["run", "-i", "inv.ini", "pb.yml", "--become-method", "pbrun"],
+        &[],
+    );
+    assert_eq!(k.code, 5, "{}", k.describe());
+}
+
+#[test]
+fn adhoc_prints_and_exits_as_ansible() {
+    let p = project();
+    for args in [
+        &["web:&prod", "-a", "echo hi"][..],
+        &["web", "-m", "shell", "-a", "echo out; echo err >&2"],
+        &["web", "-m", "shell", "-a", "echo hi; exit 3"],
+        &["!db", "-m", "ping"],
+        &["h1", "-m", "ping", "-o"],
+        &["all:!db", "-a", "echo a", "-o"],
+        &["h1", "-m", "debug", "-a", "msg=hello"],
+        &["h1", "-m", "debug", "-a", "var=inventory_hostname"],
+        &["h1", "-m", "debug", "-a", "msg={{ x }}", "-e", "x=from-e"],
+        &["web", "-m", "debug", "-a", "msg=one", "-l", "h2"],
+        &["nomatch", "-m", "ping"],
+        &["all", "--list-hosts"],
+        &["h1", "-m", "command", "-a", "false", "-o"],
+    ] {
+        let mut kk_args = vec!["adhoc", "-i", "inv.ini"];
+        kk_args.extend_from_slice(args);
+        let k = kk(&p, &kk_args, &[]);
+        let mut a_args = vec!["-i", "inv.ini"];
+        a_args.extend_from_slice(args);
+        let a = ansible(&p, "ansible", &a_args, &[]);
+        // A failed command's one-line JSON has timestamps: compare all but those lines.
+        // Ansible 2.19 also prints its error block on stdout (`[ERROR]: Task failed: …`,
+        // `Origin: <adhoc …>`, the task's Python repr); kk prints only the result lines.
+        let strip = |r: &Run| Run {
+            code: r.code,
+            stdout: r
+                .stdout
+                .lines()
+                .filter(|l| {
+                    !l.contains("\"delta\"")
+                        && !l.is_empty()
+                        && !l.starts_with("[ERROR]: ")
+                        && !l.starts_with("Origin: <adhoc")
+                        && !l.starts_with("{'action': ")
+                })
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            stderr: String::new(),
+        };
+        assert_same(&args.join(" "), &strip(&k), &strip(&a));
+    }
+    // An unreachable host: Ansible's words, kk's exit code 3.
+    p.file(
+        "down.ini",
+        "h7 ansible_host=127.0.0.1 ansible_port=1 ansible_connection=ssh\n",
+    );
+    let k = kk(&p, &["adhoc", "-i", "down.ini", "h7", "-m", "ping"], &[]);
+    assert_eq!(k.code, 3, "{}", k.describe());
+    assert!(
+        k.stdout.starts_with("h7 | UNREACHABLE! => {"),
+        "{}",
+        k.stdout
+    );
+}
