@@ -471,12 +471,7 @@ fn bad_options_exit_5_and_an_empty_limit_exits_1() {
     );
     // A directory is a source of inventories (Ansible's `-i dir/`): here the playbook is
     // one of its files, which is no inventory, so it does not load (exit 4, located).
-    expect(
-        &p,
-        &["run", "site.yaml", "-i", "."],
-        4,
-        &["site.yaml:"],
-    );
+    expect(&p, &["run", "site.yaml", "-i", "."], 4, &["site.yaml:"]);
     // A --set path as deep as a YAML file may nest, no deeper (it overflowed the stack).
     let deep = format!("{}=1", vec!["a"; 20_000].join("."));
     expect(
