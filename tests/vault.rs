@@ -466,3 +466,59 @@ fn run_takes_scripts_several_ids_and_refuses_a_prompt_without_terminal() {
     ])
     .code(5);
 }
+
+/// `--ask-vault-pass` on a real terminal (a pty driven by Python's `pty`): the prompt is
+/// ansible-vault's, the typed password is not echoed, and the file opens.
+#[test]
+fn ask_vault_pass_prompts_on_the_terminal_without_echo() {
+    let p = project();
+    p.file("s.yml", "shown: yes\n");
+    av(
+        &p,
+        &["encrypt", "--vault-password-file", "pw", "s.yml"],
+        b"",
+    )
+    .code(0);
+    let driver = r#"
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["PAGER"] = "cat"
+    os.execv(sys.argv[1], [sys.argv[1], "vault", "view", "--ask-vault-pass", "s.yml"])
+out = b""
+def read(until, secs):
+    global out
+    end = time.time() + secs
+    while time.time() < end and until not in out:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                d = os.read(fd, 1024)
+            except OSError:
+                return
+            if not d:
+                return
+            out += d
+read(b"Vault password: ", 20)
+os.write(fd, b"correct horse\n")
+read(b"shown", 20)
+read(b"\x00", 1)
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", driver, env!("CARGO_BIN_EXE_kk")])
+        .current_dir(p.dir())
+        .output()
+        .expect("python3");
+    let r = Run::from_output(out);
+    r.code(0);
+    assert!(r.stdout.contains("Vault password: "), "{}", r.describe());
+    assert!(r.stdout.contains("shown: yes"), "{}", r.describe());
+    assert!(
+        !r.stdout.contains("correct horse"),
+        "the password was echoed: {}",
+        r.describe()
+    );
+}
