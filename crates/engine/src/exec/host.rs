@@ -52,40 +52,10 @@ impl Runner {
             Ok(b) => b,
             Err(e) => return fail(outcome, e.at(&t.span)),
         };
-        let items = match &t.own.loop_ {
+        let items = match super::loop_items::loop_items(&self.templar, t, &ctx) {
             None => None,
-            Some(l) => match self.templar.render_value(l, &ctx) {
-                Ok(Value::Array(items)) => Some(if t.own.loop_flatten {
-                    items
-                        .into_iter()
-                        .flat_map(|i| match i {
-                            Value::Array(a) => a,
-                            other => vec![other],
-                        })
-                        .collect()
-                } else {
-                    items
-                }),
-                Ok(Value::Null) => Some(Vec::new()),
-                Ok(other) => {
-                    return fail(
-                        outcome,
-                        Error::new(
-                            ErrorKind::Template,
-                            format!("loop needs a list, but got {}", other),
-                        )
-                        .at(&t.span)
-                        .help("use `| list`, `| dict2items` or a list literal"),
-                    )
-                }
-                Err(e) => {
-                    return fail(
-                        outcome,
-                        e.at(&t.span)
-                            .note(format!("in the loop of task `{}`", t.display_name())),
-                    )
-                }
-            },
+            Some(Ok(items)) => Some(items),
+            Some(Err(e)) => return fail(outcome, e),
         };
         let (status, result, extras) = match items {
             None => self.run_item(pc, t, inner, host, &view).await,
@@ -109,22 +79,7 @@ impl Runner {
                     Err(e) => return fail(outcome, e.at(&t.span)),
                 };
                 let n = items.len();
-                let loop_info_for = |i: usize| {
-                    let mut l = json!({
-                        "index": i + 1, "index0": i, "revindex": n - i, "revindex0": n - i - 1,
-                        "first": i == 0, "last": i + 1 == n, "length": n,
-                    });
-                    if allitems {
-                        l["allitems"] = Value::Array(items.clone());
-                    }
-                    if i > 0 {
-                        l["previtem"] = items[i - 1].clone();
-                    }
-                    if let Some(next) = items.get(i + 1) {
-                        l["nextitem"] = next.clone();
-                    }
-                    l
-                };
+                let loop_info_for = |i: usize| super::loop_items::loop_info(&items, i, allitems);
                 let mut results = Vec::new();
                 let mut any_changed = false;
                 let mut any_failed = false;

@@ -97,49 +97,52 @@ impl Runner {
             for h in &hosts {
                 let view = self.view(&pc, &own, h, None, &hv);
                 let ctx = view.context();
-                let items: Vec<Option<Value>> = match &t.own.loop_ {
-                    None => vec![None],
-                    Some(l) => match self.templar.render_value(l, &ctx) {
-                        Ok(Value::Array(a)) => a.into_iter().map(Some).collect(),
-                        Ok(other) => {
-                            self.include_failed(
-                                &pc,
-                                &t,
-                                h,
-                                Error::new(
-                                    ErrorKind::Template,
-                                    format!("loop needs a list, got {}", other),
-                                )
-                                .at(&t.span),
-                            );
+                let (items, looped): (Vec<Value>, bool) =
+                    match super::loop_items::loop_items(&self.templar, &t, &ctx) {
+                        None => (vec![Value::Null], false),
+                        Some(Ok(items)) => (items, true),
+                        Some(Err(e)) => {
+                            self.include_failed(&pc, &t, h, e);
                             continue;
                         }
-                        Err(e) => {
-                            self.include_failed(&pc, &t, h, e.at(&t.span));
-                            continue;
-                        }
-                    },
-                };
-                let loop_var = match self.keyword(&t.own.loop_control.loop_var, &ctx) {
-                    Ok(v) => v.unwrap_or_else(|| "item".to_string()),
+                    };
+                let lc = &t.own.loop_control;
+                let resolved = (|| -> crate::error::Result<_> {
+                    Ok((
+                        self.keyword(&lc.loop_var, &ctx)?
+                            .unwrap_or_else(|| "item".to_string()),
+                        self.keyword(&lc.index_var, &ctx)?,
+                        self.flag(&lc.extended, &ctx)?,
+                        self.keyword(&lc.extended_allitems, &ctx)?.unwrap_or(true),
+                    ))
+                })();
+                let (loop_var, index_var, extended, allitems) = match resolved {
+                    Ok(r) => r,
                     Err(e) => {
                         self.include_failed(&pc, &t, h, e.at(&t.span));
                         continue;
                     }
                 };
-                let looped = t.own.loop_.is_some();
                 let mut item_results = Vec::new();
                 let mut host_failed = false;
-                for item in items {
+                for (i, item) in items.iter().enumerate() {
+                    // What Ansible's process_include_results gives the included tasks.
                     let mut top = VarMap::new();
-                    if let Some(i) = &item {
-                        top.insert(loop_var.clone(), i.clone());
+                    if looped {
+                        top.insert(loop_var.clone(), item.clone());
+                        top.insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
+                        if let Some(iv) = &index_var {
+                            top.insert(iv.clone(), Value::from(i));
+                            top.insert("ansible_index_var".into(), Value::from(iv.clone()));
+                        }
+                        if extended {
+                            top.insert(
+                                "ansible_loop".into(),
+                                super::loop_items::loop_info(&items, i, allitems),
+                            );
+                        }
                     }
                     let mut item_result = top.clone();
-                    if looped {
-                        item_result
-                            .insert("ansible_loop_var".into(), Value::from(loop_var.clone()));
-                    }
                     let iview = self.view(&pc, &own, h, Some(Arc::new(top.clone())), &hv);
                     let ictx = iview.context();
                     let mut ok = true;
@@ -250,8 +253,7 @@ impl Runner {
                                 let key = scope_role.role.path.join("tasks").join(from);
                                 let r = enter(&mut s, &key, &target, conditional, depth, &t)
                                     .and_then(|d| {
-                                        let validate =
-                                            rolespec_validate.then_some(&pc.play.span);
+                                        let validate = rolespec_validate.then_some(&pc.play.span);
                                         self.loader.included_role(
                                             &scope_role,
                                             from,

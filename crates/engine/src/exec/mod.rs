@@ -20,12 +20,13 @@ use crate::template::Templar;
 use crate::vars::{VarMap, VarView};
 
 mod args;
-mod defaults;
 mod async_job;
+mod defaults;
 mod host;
 mod include;
 mod item;
 mod listing;
+mod loop_items;
 mod play;
 mod start_at;
 pub mod tags;
@@ -342,6 +343,7 @@ async fn run_loaded(
             break;
         }
     }
+    async_job::wait_for_jobs().await;
     let conns: Vec<_> = runner
         .conns
         .lock()

@@ -249,10 +249,11 @@ impl Clone for TaskKind {
 /// Keywords that belong to tasks only (not inherited).
 #[derive(Debug, Clone, Default)]
 pub struct TaskOwn {
-    /// `loop` / `with_items` / `with_list` … (already mapped to one value).
+    /// `loop`, or the terms of `with_<lookup>`.
     pub loop_: Option<Value>,
-    /// Flatten one level, as `with_items` does.
-    pub loop_flatten: bool,
+    /// The lookup of `with_<lookup>`: the loop's items are what it returns for the
+    /// rendered `loop_` (Ansible's `loop_with`).
+    pub loop_with: Option<String>,
     /// `loop_control`, typed.
     pub loop_control: LoopControl,
     /// `register`.

@@ -13,6 +13,8 @@ use minijinja::{Environment, Error, State, Value};
 
 use super::filters::{fail, py_regex, py_str, py_type};
 
+mod more;
+
 /// Registers the tests.
 pub fn register(env: &mut Environment<'static>) {
     macro_rules! test {
@@ -57,6 +59,7 @@ pub fn register(env: &mut Environment<'static>) {
     test!("unreachable", unreachable);
     test!("reachable", reachable);
     test!("nan", nan);
+    more::register(env);
     use minijinja::tests as b;
     macro_rules! alias {
         ($($name:literal => $f:expr),* $(,)?) => {{ $( env.add_test(concat!("ansible.builtin.", $name), $f); )* }};

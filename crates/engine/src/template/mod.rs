@@ -15,6 +15,7 @@ pub mod ipaddr;
 pub mod jinja_tests;
 pub(crate) mod limits;
 pub mod lookups;
+mod native;
 pub mod pydump;
 pub mod toml_filters;
 
@@ -213,6 +214,7 @@ impl Templar {
         );
         // Like Ansible, a `{{ }}` whose value is None writes nothing.
         env.set_formatter(|out, state, value| {
+            native::record(state, value);
             if value.is_none() {
                 Ok(())
             } else {
@@ -277,10 +279,19 @@ impl Templar {
         depth::check(s, false)?;
         let escaped = escape_backslashes(s);
         let escaped = chain::guard_chains(&escaped, false);
-        self.env
-            .render_str(&escaped, ctx)
-            .map(|r| Value::String(preserve_trailing_newlines(s, r)))
-            .map_err(|e| convert_error(e, &escaped))
+        let captured = self
+            .env
+            .template_from_str(&escaped)
+            .and_then(|t| t.render_captured(ctx))
+            .map_err(|e| convert_error(e, &escaped))?;
+        // One printed value and no other text keeps its type (Ansible 2.19's native concat).
+        if let Some(v) = native::single_value(captured.state(), captured.output()) {
+            return to_json(&v, s);
+        }
+        Ok(Value::String(preserve_trailing_newlines(
+            s,
+            captured.output().to_string(),
+        )))
     }
 
     /// Renders a string template to text (the `template` module's path).

@@ -80,7 +80,7 @@ impl Loader {
         // Find the one key that names the action.
         let mut action: Option<(&str, &Node)> = None;
         for (k, v) in node.entries() {
-            if TASK_KEYWORDS.contains(&k.as_str()) {
+            if TASK_KEYWORDS.contains(&k.as_str()) || is_with_lookup(k) {
                 continue;
             }
             let canon = modules::canonical_name(k);
@@ -199,31 +199,23 @@ impl Loader {
                     .to_string(),
             ),
         };
-        for (kw, flatten) in [
-            ("loop", false),
-            ("with_list", false),
-            ("with_items", true),
-            ("with_dict", false),
-            ("with_indexed_items", true),
-        ] {
-            if let Some(l) = node.get(kw) {
-                if own.loop_.is_some() {
-                    return Err(Error::syntax(
-                        "a task may have only one loop keyword",
-                        &l.span,
-                    ));
-                }
-                let v = l.to_value();
-                own.loop_ = Some(match kw {
-                    "with_dict" => Value::String(format!("{{{{ {} | dict2items }}}}", expr_of(&v))),
-                    "with_indexed_items" => Value::String(format!(
-                        "{{{{ {} | flatten(levels=1) | kk_indexed }}}}",
-                        expr_of(&v)
-                    )),
-                    _ => v,
-                });
-                own.loop_flatten = flatten;
+        // `loop`, or `with_<lookup>`: Ansible runs the lookup with the keyword's value as
+        // its terms (wantlist) when the loop starts; see `TaskOwn::loop_with`.
+        for (kw, l) in node.entries() {
+            let lookup = match kw.strip_prefix("with_") {
+                Some(name) if crate::template::lookups::is_known(name) => Some(name),
+                Some(_) => continue,
+                None if kw == "loop" => None,
+                None => continue,
+            };
+            if own.loop_.is_some() {
+                return Err(Error::syntax(
+                    "a task may have only one loop keyword",
+                    &l.span,
+                ));
             }
+            own.loop_ = Some(l.to_value());
+            own.loop_with = lookup.map(str::to_string);
         }
         if let Some(lc) = node.get("loop_control") {
             own.loop_control = LoopControl::parse(lc)?;
@@ -397,18 +389,10 @@ fn value_node(v: &Value, span: &Span) -> Node {
     }
 }
 
-fn expr_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => match s
-            .trim()
-            .strip_prefix("{{")
-            .and_then(|x| x.strip_suffix("}}"))
-        {
-            Some(inner) => inner.trim().to_string(),
-            None => s.clone(),
-        },
-        other => other.to_string(),
-    }
+/// `with_<lookup>` for a lookup kk has: a loop keyword, not a module.
+pub(super) fn is_with_lookup(key: &str) -> bool {
+    key.strip_prefix("with_")
+        .is_some_and(crate::template::lookups::is_known)
 }
 
 /// `action: "{{ mod }} k=v"`: the templated module name (the first word of ansible-core's

@@ -30,8 +30,13 @@ mod encoding;
 mod json_yaml;
 mod numbers;
 mod paths;
+pub(crate) mod paths_os;
+mod picks;
+pub(crate) mod pyrandom;
 mod regexes;
+mod text;
 mod types;
+pub(crate) mod urls;
 mod widths;
 
 use collections::{
@@ -111,6 +116,27 @@ pub fn register(env: &mut Environment<'static>) {
     filter!("root", root);
     filter!("subelements", subelements);
     filter!("to_uuid", to_uuid);
+    filter!("random", picks::random);
+    filter!("shuffle", picks::shuffle);
+    filter!("combinations", picks::combinations);
+    filter!("permutations", picks::permutations);
+    filter!("rekey_on_member", picks::rekey_on_member);
+    filter!("urlsplit", urls::urlsplit);
+    filter!("urldecode", urls::urldecode);
+    filter!("center", text::center);
+    filter!("wordcount", text::wordcount);
+    filter!("wordwrap", text::wordwrap);
+    filter!("forceescape", text::forceescape);
+    filter!("strftime", text::strftime);
+    filter!("normpath", paths_os::normpath);
+    filter!("realpath", paths_os::realpath);
+    filter!("relpath", paths_os::relpath);
+    filter!("commonpath", paths_os::commonpath);
+    filter!("expandvars", paths_os::expandvars);
+    filter!("fileglob", paths_os::fileglob);
+    filter!("win_basename", paths_os::win_basename);
+    filter!("win_dirname", paths_os::win_dirname);
+    filter!("win_splitdrive", paths_os::win_splitdrive);
     // Jinja2 built-ins, reachable under their documented `ansible.builtin.` names too.
     use minijinja::filters as b;
     macro_rules! alias {

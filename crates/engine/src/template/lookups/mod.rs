@@ -1,6 +1,9 @@
 //! Ansible's `lookup(name, *terms, **kwargs)` and `query`/`q` (the same with
 //! `wantlist=True`), with the lookups playbooks use: `file`, `template`, `env`,
-//! `pipe`, `vars`, `items`, `list`, `dict`, `first_found`, `sequence`.
+//! `pipe`, `vars`, `items`, `list`, `dict`, `first_found`, `sequence`, `nested`,
+//! `together`, `indexed_items`, `random_choice`, `subelements`, `varnames`,
+//! `inventory_hostnames`, `lines`, `fileglob`, `csvfile`, `ini`, `password`, `url`.
+//! `with_<lookup>` loops run them through [`run_with`].
 //!
 //! Relative files are searched the way Ansible does: `{{ role_path }}/<sub>`,
 //! `{{ role_path }}`, `{{ playbook_dir }}/<sub>`, `{{ playbook_dir }}` (or the
@@ -15,13 +18,21 @@ use minijinja::{Environment, Error, ErrorKind, State, Value};
 use super::filters::{expand_user, fail, py_str, py_type};
 
 mod files;
+mod loops;
+mod password;
 mod sequence;
+mod tables;
 #[cfg(test)]
 mod tests;
+mod url;
 mod values;
 
 use files::{file, first_found, template};
+use loops::{
+    indexed_items, inventory_hostnames, nested, random_choice, subelements, together, varnames,
+};
 use sequence::sequence;
+use tables::{csvfile, fileglob, ini, lines};
 use values::{dict, env_lookup, flatten_once, pipe, vars};
 
 /// Registers `lookup`, `query` and `q`.
@@ -29,10 +40,106 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_function("lookup", lookup);
     env.add_function("query", query);
     env.add_function("q", query);
+    env.add_function(WITH_FN, with_loop);
+}
+
+/// ansible-core's builtin lookups: `with_<name>` is a loop keyword for each of them
+/// (a name kk does not provide fails when the loop runs, naming the lookup).
+const BUILTIN: [&str; 25] = [
+    "config",
+    "csvfile",
+    "dict",
+    "env",
+    "file",
+    "fileglob",
+    "first_found",
+    "indexed_items",
+    "ini",
+    "inventory_hostnames",
+    "items",
+    "lines",
+    "list",
+    "nested",
+    "password",
+    "pipe",
+    "random_choice",
+    "sequence",
+    "subelements",
+    "template",
+    "together",
+    "unvault",
+    "url",
+    "varnames",
+    "vars",
+];
+
+/// True when `with_<name>` names a lookup (Ansible's `name in lookup_loader`).
+pub fn is_known(name: &str) -> bool {
+    BUILTIN.contains(&short_name(name))
+}
+
+/// `ansible.builtin.x` and `ansible.legacy.x` are `x`.
+fn short_name(name: &str) -> &str {
+    name.strip_prefix("ansible.builtin.")
+        .or_else(|| name.strip_prefix("ansible.legacy."))
+        .unwrap_or(name)
+}
+
+/// The function a `with_<lookup>` loop calls: `(name, terms)` with the terms as one list.
+const WITH_FN: &str = "__kk_with_lookup";
+/// The variable holding a `with_<lookup>` loop's terms while its lookup runs.
+const WITH_TERMS: &str = "__kk_with_terms";
+
+fn with_loop(state: &State, name: String, terms: Vec<Value>) -> Result<Value, Error> {
+    invoke(
+        state,
+        &name,
+        terms,
+        Kwargs::from_iter(std::iter::empty::<(&str, Value)>()),
+        true,
+    )
+}
+
+/// The items of a `with_<name>` loop: the lookup run over the rendered keyword value as
+/// its terms (a list as it is, anything else as the one term), with `wantlist`.
+pub fn run_with(
+    templar: &crate::template::Templar,
+    name: &str,
+    terms: serde_json::Value,
+    ctx: &Value,
+) -> crate::error::Result<serde_json::Value> {
+    if !is_known(name) {
+        return Err(crate::error::Error::new(
+            crate::error::ErrorKind::Template,
+            format!("`with_{}`: there is no lookup named '{}'", name, name),
+        ));
+    }
+    let terms = match terms {
+        serde_json::Value::Array(a) => serde_json::Value::Array(a),
+        other => serde_json::Value::Array(vec![other]),
+    };
+    let ctx =
+        minijinja::context! { __kk_with_terms => crate::template::to_mj(&terms), ..ctx.clone() };
+    let expr = format!("{}('{}', {})", WITH_FN, name, WITH_TERMS);
+    let v = templar.eval_expr(&expr, &ctx)?;
+    crate::template::to_json(&v, &format!("with_{}", name))
 }
 
 /// The lookups that read the controller (files, the environment) or run a command.
-const HOST_LOOKUPS: [&str; 5] = ["file", "template", "env", "pipe", "first_found"];
+const HOST_LOOKUPS: [&str; 12] = [
+    "file",
+    "template",
+    "env",
+    "pipe",
+    "first_found",
+    "lines",
+    "fileglob",
+    "csvfile",
+    "ini",
+    "password",
+    "url",
+    "config",
+];
 
 /// Registers `lookup`, `query` and `q` without the lookups that touch the controller
 /// ([`HOST_LOOKUPS`]), which are an error instead: for fuzzing, where a generated
@@ -52,6 +159,10 @@ pub(crate) fn register_pure(env: &mut Environment<'static>) {
             lookup(state, name, terms, kwargs)
         },
     );
+    env.add_function(WITH_FN, |state: &State, name: String, terms: Vec<Value>| {
+        pure(&name)?;
+        with_loop(state, name, terms)
+    });
     for q in ["query", "q"] {
         env.add_function(
             q,
@@ -84,10 +195,7 @@ fn invoke(
     kwargs: Kwargs,
     wantlist: bool,
 ) -> Result<Value, Error> {
-    let short = name
-        .strip_prefix("ansible.builtin.")
-        .or_else(|| name.strip_prefix("ansible.legacy."))
-        .unwrap_or(name);
+    let short = short_name(name);
     let errors = kwargs
         .get::<Option<String>>("errors")?
         .unwrap_or_else(|| "strict".into());
@@ -108,9 +216,28 @@ fn invoke(
         "dict" => dict(&terms),
         "first_found" => first_found(state, &terms, &kwargs),
         "sequence" => sequence(&terms, &kwargs),
+        "nested" => nested(&terms),
+        "together" => together(&terms),
+        "indexed_items" => indexed_items(&terms),
+        "random_choice" => random_choice(&terms),
+        "subelements" => subelements(&terms),
+        "varnames" => varnames(state, &terms),
+        "inventory_hostnames" => inventory_hostnames(state, &terms),
+        "lines" => lines(state, &terms),
+        "fileglob" => fileglob(state, &terms),
+        "csvfile" => csvfile(state, &terms, &kwargs),
+        "ini" => ini(state, &terms, &kwargs),
+        "password" => password::password(state, &terms, &kwargs),
+        "url" => url::url(&terms, &kwargs),
         other => Err(fail(format!(
-            "lookup plugin '{}' is not available; kk provides file, template, env, pipe, vars, items, list, dict, first_found, sequence",
-            other
+            "lookup plugin '{}' is not available; kk provides {}",
+            other,
+            BUILTIN
+                .iter()
+                .filter(|n| !["config", "unvault"].contains(n))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     };
     let result = match result {
