@@ -8,8 +8,9 @@
 //! With `poll: N > 0` the task waits for its job and returns the module's result with
 //! the job's keys, then removes the status file (Ansible's automatic cleanup); with
 //! `poll: 0` it returns at once and `async_status` reads the file later. A job is kk's
-//! work: one still running when the run ends stops with it (Ansible's wrapper would
-//! carry on alone on the host).
+//! work, so before a run ends kk waits for its fire-and-forget jobs still running (each
+//! ends by its `async` limit at the latest): the host ends as under Ansible, whose
+//! wrapper carries on alone there, only the run lasts until the jobs are done.
 
 use std::time::Duration;
 
@@ -18,6 +19,23 @@ use serde_json::{json, Value};
 use crate::error::Result;
 use crate::modules::async_status::{erase, new_jid, write_status};
 use crate::modules::{Module, ModuleContext, ModuleResult, VarMap};
+
+/// Fire-and-forget jobs still running, waited for by [`wait_for_jobs`].
+static JOBS: std::sync::Mutex<Vec<tokio::task::JoinHandle<ModuleResult>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Waits for the fire-and-forget jobs of the run (see the module doc).
+pub(super) async fn wait_for_jobs() {
+    loop {
+        let jobs: Vec<_> = std::mem::take(&mut *JOBS.lock().unwrap_or_else(|e| e.into_inner()));
+        if jobs.is_empty() {
+            return;
+        }
+        for j in jobs {
+            let _ = j.await;
+        }
+    }
+}
 
 /// `async` seconds and `poll` interval of a task.
 #[derive(Debug, Clone, Copy)]
@@ -121,6 +139,7 @@ pub(super) async fn run(
         res
     });
     if spec.poll == 0 {
+        JOBS.lock().unwrap_or_else(|e| e.into_inner()).push(job);
         let mut r = ModuleResult::changed(true);
         job_keys(&mut r, &jid, &path, false);
         for k in ["stdout", "stderr", "stdout_lines", "stderr_lines"] {
