@@ -136,10 +136,20 @@ impl Runner {
         hostvars: &minijinja::Value,
     ) -> Arc<VarView> {
         let mut p = self.host_precedence(host, &pc.vars);
-        // `ansible_host` is the inventory name unless a variable sets it (ansible-core's
-        // connection default; `hostvars` do not show it).
+        // `ansible_host` is the address kk connects to unless a variable sets it
+        // (ansible-core's connection default; `hostvars` do not show it): KubeKey's
+        // `connector.host` when the inventory gives one, else the inventory name. The
+        // connection reads `ansible_host` first, so the default must never hide the
+        // connector's address.
+        let address = self
+            .inventory_vars(host)
+            .get("connector")
+            .and_then(|c| c.get("host"))
+            .filter(|h| h.as_str().is_some_and(|s| !s.is_empty()))
+            .cloned()
+            .unwrap_or_else(|| Value::from(host));
         let mut conn = VarMap::new();
-        conn.insert("ansible_host".into(), Value::from(host));
+        conn.insert("ansible_host".into(), address);
         p.add(Level::RoleDefaults, Arc::new(conn))
             .extend(Level::RoleDefaults, pc.role_defaults.iter().cloned())
             .extend(
