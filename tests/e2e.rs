@@ -46,5 +46,6 @@ mod run_local;
 mod run_local_executor;
 mod ssh;
 mod summary;
+mod sysctl_modprobe;
 mod uninstall_network;
 mod vault;

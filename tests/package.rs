@@ -123,3 +123,67 @@ fn package_installs_removes_and_is_idempotent() {
         .status
         .success());
 }
+
+const PURGE: &str = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: repo dir
+      file: {path: /srv/kkrepo, state: directory}
+    - name: repo files
+      copy: {src: "repo/{{ item }}", dest: "/srv/kkrepo/{{ item }}"}
+      loop: [kk-hello.deb, Packages]
+    - name: only the local source
+      copy: {content: "", dest: /etc/apt/sources.list}
+    - name: local source
+      copy: {content: "deb [trusted=yes] file:/srv/kkrepo ./\n", dest: /etc/apt/sources.list.d/kk.list}
+    - name: install
+      apt: {name: kk-hello, update_cache: true}
+    - name: purge
+      apt: {name: kk-hello, state: absent, purge: true, autoremove: true}
+      register: purged
+    - name: purge again
+      apt: {name: kk-hello, state: absent, purge: true}
+      register: purged_again
+    - name: autoremove
+      apt: {autoremove: true, purge: true}
+      register: autoremoved
+"#;
+
+#[test]
+fn apt_purge_and_autoremove() {
+    let bed = TestBed::start(1).expect("boot test hosts");
+    let name = bed.hosts()[0].name.clone();
+    let p = Project::new();
+    p.file("inventory.yaml", &ansible_inventory(&bed))
+        .file("site.yaml", PURGE);
+    build_repo(&p.path("files/repo"), "1.0");
+    let r = p.run_json(&["--workdir", "wd"]);
+    r.code(0);
+    assert_eq!(r.status("purge", &name), "changed", "{}", r.describe());
+    assert_eq!(r.status("purge again", &name), "ok", "{}", r.describe());
+    // A minimal host has nothing left for autoremove.
+    assert_eq!(r.status("autoremove", &name), "ok", "{}", r.describe());
+    let q = bed.ssh(0, "dpkg-query -W -f='${Status}' kk-hello");
+    let st = String::from_utf8_lossy(&q.stdout);
+    assert!(
+        !st.contains("ok installed") && !st.contains("config-files"),
+        "{}",
+        st
+    );
+}
+
+/// An Ansible-style inventory of the test hosts (host, port, user, key per host).
+fn ansible_inventory(bed: &TestBed) -> String {
+    let mut s = String::from("all:\n  hosts:\n");
+    for h in bed.hosts() {
+        s.push_str(&format!(
+            "    {}:\n      ansible_host: {}\n      ansible_port: {}\n      ansible_user: root\n      ansible_ssh_private_key_file: {:?}\n",
+            h.name,
+            h.ip,
+            h.port,
+            h.root_key_path.to_string_lossy()
+        ));
+    }
+    s
+}

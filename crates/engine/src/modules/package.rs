@@ -38,6 +38,13 @@ struct PackageArgs {
     cache_valid_time: Option<Int>,
     #[serde(default)]
     install_recommends: Option<Flag>,
+    /// apt: remove configuration files too (`--purge`).
+    #[serde(default)]
+    purge: Flag,
+    /// apt: remove dependencies nothing needs any more (`--auto-remove`, or alone
+    /// `apt-get autoremove`).
+    #[serde(default)]
+    autoremove: Flag,
 }
 
 const VALID: &[&str] = &[
@@ -47,6 +54,8 @@ const VALID: &[&str] = &[
     "use",
     "cache_valid_time",
     "install_recommends",
+    "purge",
+    "autoremove",
 ];
 
 /// Which package manager, and how to ask it things.
@@ -118,7 +127,15 @@ pub const YUM: Package = Package {
 /// Parses and checks the arguments without the host.
 fn check(module: &str, raw: VarMap) -> Result<PackageArgs> {
     let a: PackageArgs = parse_args(module, raw, VALID)?;
-    if a.name.0.is_empty() && !a.update_cache.0 {
+    if (a.purge.0 || a.autoremove.0) && !matches!(module, "apt" | "package") {
+        let which = if a.purge.0 { "purge" } else { "autoremove" };
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            format!("{}: `{}` is an apt option", module, which),
+        )
+        .help("use the apt module (or package on a Debian host) for it"));
+    }
+    if a.name.0.is_empty() && !a.update_cache.0 && !a.autoremove.0 {
         return Err(Error::new(
             ErrorKind::ModuleArgs,
             format!("{}: `name` is required", module),
@@ -207,6 +224,10 @@ impl OneScript for Package {
                 "  {} || todo=\"$todo $p\"\n",
                 manager.installed_test()
             )),
+            // With purge, a package removed but for its configuration is still there.
+            State::Absent if a.purge.0 && manager == Manager::Apt => script.push_str(
+                "  dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep -Eq ' (installed|config-files)$' && todo=\"$todo $p\"\n",
+            ),
             State::Absent => script.push_str(&format!(
                 "  {} && todo=\"$todo $p\"\n",
                 manager.installed_test()
@@ -217,6 +238,26 @@ impl OneScript for Package {
             )),
         }
         script.push_str("done\necho \"KK_TODO:$todo\"\n");
+        if (a.purge.0 || a.autoremove.0) && manager != Manager::Apt {
+            return Err(Error::new(
+                ErrorKind::ModuleArgs,
+                format!(
+                    "{}: `purge` and `autoremove` are apt options; this host uses {}",
+                    module,
+                    manager.tool()
+                ),
+            )
+            .at_opt(ctx.span.as_ref()));
+        }
+        let purge = if a.purge.0 { " --purge" } else { "" };
+        // `autoremove` alone: what `apt-get autoremove` would remove, counted first.
+        let bare_autoremove = a.autoremove.0 && names.is_empty();
+        if bare_autoremove {
+            script.push_str(&format!(
+                "kk_n=$(apt-get -s autoremove{} 2>/dev/null | grep -c '^Remv ')\necho \"KK_AUTOREMOVE:$kk_n\"\n",
+                purge
+            ));
+        }
         if report_only {
             script.push_str("exit 0\n");
         } else {
@@ -242,9 +283,18 @@ impl OneScript for Package {
                 script.push_str(&update);
             }
             let act = match (state, manager) {
+                (State::Absent, Manager::Apt) => format!(
+                    "apt-get remove -y -q{}{} $todo",
+                    purge,
+                    if a.autoremove.0 { " --auto-remove" } else { "" }
+                ),
                 (State::Absent, m) => format!("{} remove -y -q $todo", m.tool()),
                 // apt-get install also upgrades a package that is already there.
-                (_, Manager::Apt) => format!("apt-get install -y -q{} $todo", recommends),
+                (_, Manager::Apt) => format!(
+                    "apt-get install -y -q{}{} $todo",
+                    recommends,
+                    if a.autoremove.0 { " --auto-remove" } else { "" }
+                ),
                 (State::Latest, m) => format!(
                     "{} install -y -q $todo && {} upgrade -y -q $todo",
                     m.tool(),
@@ -256,6 +306,12 @@ impl OneScript for Package {
                 "if [ -n \"$todo\" ]; then\n  {} || exit $?\nfi\n",
                 act
             ));
+            if bare_autoremove {
+                script.push_str(&format!(
+                    "if [ \"$kk_n\" -gt 0 ]; then\n  apt-get autoremove -y -q{} || exit $?\nfi\n",
+                    purge
+                ));
+            }
             if state == State::Latest {
                 script.push_str(&format!(
                     "for p in {}; do echo \"KK_AFTER $p $({})\"; done\n",
@@ -316,8 +372,19 @@ impl OneScript for Package {
         } else {
             todo.clone()
         };
-        let changed = !changed_pkgs.is_empty();
+        let autoremoved: usize = text
+            .lines()
+            .find_map(|l| l.strip_prefix("KK_AUTOREMOVE:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        let changed = !changed_pkgs.is_empty() || autoremoved > 0;
         let msg = match (state, changed_pkgs.is_empty(), report_only) {
+            (_, true, true) if autoremoved > 0 => {
+                format!("would remove {} unneeded packages", autoremoved)
+            }
+            (_, true, false) if autoremoved > 0 => {
+                format!("removed {} unneeded packages", autoremoved)
+            }
             (_, true, _) => "nothing to do".to_string(),
             (State::Absent, false, true) => format!("would remove {}", changed_pkgs.join(", ")),
             (State::Absent, false, false) => format!("removed {}", changed_pkgs.join(", ")),
@@ -366,6 +433,14 @@ mod tests {
         assert!(e.message.contains("package") && e.message.contains("stat"));
         let e = check(&DNF, json!({"state": "present"})).unwrap_err();
         assert!(e.message.contains("dnf: `name` is required"));
+        assert!(check(&APT, json!({"autoremove": true})).is_ok());
+        assert!(check(&APT, json!({"name": "x", "state": "absent", "purge": true})).is_ok());
+        let e = check(&DNF, json!({"name": "x", "purge": true})).unwrap_err();
+        assert!(
+            e.message.contains("`purge` is an apt option"),
+            "{}",
+            e.message
+        );
         let e = check(&PACKAGE, json!({"name": "curl", "use": "zypper"})).unwrap_err();
         assert!(e.message.contains("zypper"));
     }
