@@ -386,10 +386,9 @@ fn load_from(
 impl AnsibleCfg {
     fn set(&mut self, key: &str, value: Value) {
         match (key, value) {
-            ("inventory" | "hostfile", Value::Paths(p)) => {
-                if self.inventory.is_empty() {
-                    self.inventory = p
-                }
+            // `inventory` is read before its older name `hostfile`, and wins.
+            ("inventory" | "hostfile", Value::Paths(p)) if self.inventory.is_empty() => {
+                self.inventory = p
             }
             ("roles_path", Value::Paths(p)) => self.roles_path = p,
             ("forks", Value::Int(n)) => self.forks = Some(n as usize),

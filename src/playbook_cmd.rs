@@ -1,6 +1,6 @@
 //! `kk run`: ansible-playbook's own flags on top of the common options: the playbook
 //! inspections (`--syntax-check`, `--list-hosts`, `--list-tasks`, `--list-tags`, which
-//! load the playbook and run nothing) and `--start-at-task`.
+//! load the playbook and run nothing), `--start-at-task` and `--step`.
 
 use std::path::PathBuf;
 
@@ -29,6 +29,9 @@ pub(crate) struct RunFlags {
     /// Start at the first task with this name (`role : name` for a role's; `*`, `?` glob).
     #[arg(long, value_name = "NAME", help_heading = "Playbook")]
     pub(crate) start_at_task: Option<String>,
+    /// Ask before each task: (N)o/(y)es/(c)ontinue (read from standard input).
+    #[arg(long, help_heading = "Playbook")]
+    pub(crate) step: bool,
 }
 
 impl RunFlags {
@@ -51,6 +54,7 @@ pub(crate) async fn run(
     if !flags.inspects() {
         return crate::run_with(playbook, common, Preset::default(), &cfg, |o| {
             o.defaults.start_at_task = flags.start_at_task.clone();
+            o.defaults.step = flags.step;
         })
         .await;
     }

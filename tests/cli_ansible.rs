@@ -382,3 +382,59 @@ fn adhoc_prints_and_exits_as_ansible() {
         k.stdout
     );
 }
+
+#[test]
+fn step_asks_before_each_task_and_vvv_times_them() {
+    let p = project();
+    p.file(
+        "steps.yml",
+        "- hosts: h1\n  gather_facts: false\n  tasks:\n    - {name: first, command: echo 1}\n    - {name: second, command: echo 2}\n    - {name: third, command: echo 3}\n    - {name: fourth, command: echo 4}\n",
+    );
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kk"))
+        .args(["run", "-i", "inv.ini", "steps.yml", "--step"])
+        .current_dir(p.dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // yes, no, then continue: the fourth is not asked.
+    child.stdin.take().unwrap().write_all(b"y\nn\nc\n").unwrap();
+    let r = Run::from_output(child.wait_with_output().unwrap());
+    assert_eq!(r.code, 0, "{}", r.describe());
+    for name in ["first", "second", "third"] {
+        assert!(
+            r.stdout.contains(&format!(
+                "Perform task: TASK: {name} (N)o/(y)es/(c)ontinue: "
+            )),
+            "{}",
+            r.stdout
+        );
+    }
+    assert!(!r.stdout.contains("TASK: fourth (N)o"), "{}", r.stdout);
+    assert!(!r.stdout.contains("TASK [second]"), "{}", r.stdout);
+    for ran in ["TASK [first]", "TASK [third]", "TASK [fourth]"] {
+        assert!(r.stdout.contains(ran), "{}", r.stdout);
+    }
+    // Without answers (end of input) nothing runs, and nothing hangs.
+    let r = kk(&p, &["run", "-i", "inv.ini", "steps.yml", "--step"], &[]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert!(!r.stdout.contains("TASK [first]"), "{}", r.stdout);
+    // -vvv: each host's result line says how long the task took there.
+    let r = kk(&p, &["run", "-i", "inv.ini", "steps.yml", "-vvv"], &[]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let timed = regex_like_timed(&r.stdout);
+    assert_eq!(timed, 4, "{}", r.stdout);
+}
+
+/// Counts `changed: [h1] (0.12s)` lines.
+fn regex_like_timed(out: &str) -> usize {
+    out.lines()
+        .filter(|l| {
+            l.strip_prefix("changed: [h1] (")
+                .and_then(|rest| rest.split_once("s)"))
+                .is_some_and(|(n, _)| n.parse::<f64>().is_ok())
+        })
+        .count()
+}

@@ -2,7 +2,41 @@
 //! defaults. Play, block and task keywords override them, and host variables
 //! (`ansible_user`, `ansible_become_password`…) override those, as in Ansible.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::project::{BecomeMethod, Keyword, KeywordValue, Play};
+
+/// `--step` was answered "continue": no more questions for this run.
+static STEP_ALL: AtomicBool = AtomicBool::new(false);
+
+/// `--step`: asks on standard input whether to run the task, in Ansible's words
+/// (`Perform task: TASK: name (N)o/(y)es/(c)ontinue: `); "c" runs this task and every
+/// later one without asking, anything but "y"/"c" (an empty line, end of input) skips it.
+pub(super) async fn take_step(name: String) -> bool {
+    if STEP_ALL.load(Ordering::SeqCst) {
+        return true;
+    }
+    let answer = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "Perform task: TASK: {} (N)o/(y)es/(c)ontinue: ", name);
+        let _ = out.flush();
+        drop(out);
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        line.trim().to_ascii_lowercase()
+    })
+    .await
+    .unwrap_or_default();
+    match answer.as_str() {
+        "y" | "yes" => true,
+        "c" | "continue" => {
+            STEP_ALL.store(true, Ordering::SeqCst);
+            true
+        }
+        _ => false,
+    }
+}
 
 /// `-b`, `--become-user`, `--become-method`, `-K`, `--start-at-task`, `--step`.
 #[derive(Clone, Default)]

@@ -114,6 +114,11 @@ impl Runner {
                     if !inner.selects(&self.opts.tags) {
                         return;
                     }
+                    if self.opts.defaults.step
+                        && !super::defaults::take_step(t.display_name()).await
+                    {
+                        return;
+                    }
                     self.run_tasks_on_hosts(pc, t, hosts, scope, false).await;
                 }
             }

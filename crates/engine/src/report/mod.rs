@@ -141,6 +141,9 @@ pub struct Output {
     live: bool,
     /// The run directory, if one was created.
     pub run_dir: Option<PathBuf>,
+    /// When the running task started: from `-vvv` on, each host's result line shows the
+    /// time the task took there (as ansible's profile_tasks shows per task).
+    task_start: Mutex<Option<std::time::Instant>>,
 }
 
 impl Output {
@@ -168,6 +171,7 @@ impl Output {
             progress_shown: Mutex::new(false),
             live: format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr()),
             run_dir,
+            task_start: Mutex::new(None),
         })
     }
 }
@@ -414,7 +418,18 @@ impl Reporter for Output {
         if let Some(f) = self.journal.lock().unwrap().as_mut() {
             let _ = writeln!(f, "{}", json);
         }
-        let text = render_text(event, self.diff, self.verbosity);
+        let mut text = render_text(event, self.diff, self.verbosity);
+        match event {
+            Event::TaskStart { .. } => {
+                *self.task_start.lock().unwrap() = Some(std::time::Instant::now());
+            }
+            Event::HostResult { host, .. } if self.verbosity >= 3 => {
+                if let Some(t) = *self.task_start.lock().unwrap() {
+                    with_elapsed(&mut text, host, t.elapsed());
+                }
+            }
+            _ => {}
+        }
         if let Some(f) = self.log.0.lock().unwrap().as_mut() {
             if !text.is_empty() {
                 let _ = writeln!(f, "{}", text);
@@ -435,9 +450,26 @@ impl Reporter for Output {
     }
 }
 
+/// `ok: [h1] => …` becomes `ok: [h1] (0.42s) => …`.
+fn with_elapsed(text: &mut String, host: &str, took: std::time::Duration) {
+    let who = format!(": [{}", host);
+    if let Some(at) = text.find(&who) {
+        if let Some(end) = text[at..].find(']') {
+            text.insert_str(at + end + 1, &format!(" ({:.2}s)", took.as_secs_f64()));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn elapsed_follows_the_host() {
+        let mut t = "changed: [h1 -> h2] => {}".to_string();
+        with_elapsed(&mut t, "h1", std::time::Duration::from_millis(1234));
+        assert_eq!(t, "changed: [h1 -> h2] (1.23s) => {}");
+    }
 
     #[test]
     fn run_ids_are_the_utc_start_time_and_the_pid() {
