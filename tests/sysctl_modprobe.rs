@@ -60,6 +60,16 @@ const SITE: &str = r##"
         sysctl_file: /etc/sysctl.d/99-kk.conf
         reload: false
       register: rm
+    - name: dnf on a Debian host
+      dnf:
+        name: kk-nothing
+      register: dnf_here
+      ignore_errors: true
+    - name: yum in check mode on a Debian host
+      yum:
+        name: kk-nothing
+      check_mode: true
+      ignore_errors: true
     - name: load a module
       community.general.modprobe:
         name: kk_no_such_module
@@ -96,6 +106,15 @@ fn sysctl_writes_sets_and_removes_and_modprobe_reports_the_host() {
     assert_eq!(status("remove"), "changed", "{}", r.describe());
     let after = bed.ssh(0, "cat /etc/sysctl.d/99-kk.conf");
     assert_eq!(String::from_utf8_lossy(&after.stdout), "");
+    let d = r.result("dnf on a Debian host", &name);
+    assert_eq!(
+        d["result"]["msg"],
+        "dnf: dnf is not installed on this host",
+        "{}",
+        r.describe()
+    );
+    let y = r.result("yum in check mode on a Debian host", &name);
+    assert_eq!(y["result"]["msg"], "yum: yum is not installed on this host");
     // No such module on the host: modprobe's own error, as the collection reports it.
     let m = r.result("load a module", &name);
     assert_eq!(m["result"]["failed"], true, "{}", r.describe());

@@ -218,6 +218,11 @@ impl OneScript for Package {
         let names: Vec<String> = names.iter().map(|n| shell_quote(n)).collect();
         let list = names.join(" ");
         let mut script = String::from("export DEBIAN_FRONTEND=noninteractive LC_ALL=C\n");
+        // A manager named by the task (`dnf:` on a Debian host) must be there.
+        script.push_str(&format!(
+            "command -v {} >/dev/null 2>&1 || {{ echo KK_NO_TOOL; exit 127; }}\n",
+            manager.tool()
+        ));
         script.push_str(&format!("todo=''\nfor p in {}; do\n", list));
         match state {
             State::Present => script.push_str(&format!(
@@ -342,6 +347,14 @@ impl OneScript for Package {
                 })
                 .collect()
         };
+        if out.rc == 127 && text.lines().any(|l| l == "KK_NO_TOOL") {
+            return Ok(ModuleResult::failed(format!(
+                "{}: {} is not installed on this host",
+                module,
+                manager.tool()
+            ))
+            .with("rc", 127));
+        }
         if out.rc != 0 {
             let mut r = ModuleResult::failed(format!(
                 "{} failed with exit code {}",
