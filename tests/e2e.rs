@@ -5,6 +5,7 @@
 
 mod common;
 
+mod ansible_forms;
 mod bad_files;
 mod bad_input;
 mod bad_playbooks;

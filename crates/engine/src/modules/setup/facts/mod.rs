@@ -154,6 +154,16 @@ pub fn parse(output: &str) -> VarMap {
         af.insert("proc_cmdline".into(), proc_cmdline);
     }
     af.insert("local".into(), json!({}));
+    // kk runs no Python on the host: `ansible_python` keeps its documented shape, each
+    // value null, so playbooks that read a key get null instead of an undefined error.
+    af.insert(
+        "python".into(),
+        json!({
+            "executable": null, "has_sslcontext": null, "type": null,
+            "version": {"major": null, "minor": null, "micro": null, "releaselevel": null, "serial": null},
+            "version_info": [],
+        }),
+    );
     af.insert("gather_subset".into(), json!(["all"]));
     af.insert("module_setup".into(), true.into());
 
