@@ -268,10 +268,7 @@ mod tests {
     #[test]
     fn mime_from_file_as_ansible_reads_it() {
         let out = b"KK_MIME:/tmp/a b: text/plain; charset=us-ascii\nrecord...\n";
-        assert_eq!(
-            parse_mime(out),
-            ("text/plain".into(), "us-ascii".into())
-        );
+        assert_eq!(parse_mime(out), ("text/plain".into(), "us-ascii".into()));
         assert_eq!(
             parse_mime(b"no file here\n"),
             ("unknown".into(), "unknown".into())
