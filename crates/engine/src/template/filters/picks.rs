@@ -87,7 +87,9 @@ pub(super) fn random(
 }
 
 /// `shuffle`: the list in random order (Python's `Random(seed).shuffle` with a seed).
-pub(super) fn shuffle(value: &Value, seed: Option<Value>) -> Result<Value, Error> {
+pub(super) fn shuffle(value: &Value, seed: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let seed = arg(seed, &kwargs, "seed")?;
+    kwargs.assert_all_used()?;
     let mut items: Vec<Value> = match value.as_str() {
         Some(s) => s.chars().map(|c| Value::from(c.to_string())).collect(),
         None => match value.try_iter() {
@@ -104,9 +106,24 @@ pub(super) fn shuffle(value: &Value, seed: Option<Value>) -> Result<Value, Error
     Ok(Value::from(items))
 }
 
+/// What Python iterates: a string's characters, a dict's keys, a list's items.
+fn pool_of(value: &Value, filter: &str) -> Result<Vec<Value>, Error> {
+    match value.as_str() {
+        Some(s) => Ok(s.chars().map(|c| Value::from(c.to_string())).collect()),
+        None if value.kind() == ValueKind::Map => Ok(value.try_iter()?.collect()),
+        None => items_of(value, filter, "the input"),
+    }
+}
+
 /// `combinations`: Python's `itertools.combinations(value, r)`, as lists, in its order.
-pub(super) fn combinations(value: &Value, r: Option<Value>) -> Result<Value, Error> {
-    let pool = items_of(value, "combinations", "the input")?;
+pub(super) fn combinations(
+    value: &Value,
+    r: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let r = arg(r, &kwargs, "r")?;
+    kwargs.assert_all_used()?;
+    let pool = pool_of(value, "combinations")?;
     let n = pool.len();
     let r = match int_arg("combinations", "r", r)? {
         None => return Err(fail("combinations: missing argument 'r'")),
@@ -140,8 +157,14 @@ pub(super) fn combinations(value: &Value, r: Option<Value>) -> Result<Value, Err
 }
 
 /// `permutations`: Python's `itertools.permutations(value, r)` in its order.
-pub(super) fn permutations(value: &Value, r: Option<Value>) -> Result<Value, Error> {
-    let pool = items_of(value, "permutations", "the input")?;
+pub(super) fn permutations(
+    value: &Value,
+    r: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let r = arg(r, &kwargs, "r")?;
+    kwargs.assert_all_used()?;
+    let pool = pool_of(value, "permutations")?;
     let n = pool.len();
     let r = match int_arg("permutations", "r", r)? {
         None => n,

@@ -2,7 +2,7 @@
 //! `issubset`/`issuperset`, `is_same_file`, `mount`/`is_mount`, `isnan`, `callable`,
 //! `uri`/`url`/`urn`.
 
-use minijinja::value::ValueKind;
+use minijinja::value::{Kwargs, ValueKind};
 use minijinja::{Environment, Error, State, Value};
 
 use crate::template::filters::urls::{is_uri, is_url};
@@ -37,6 +37,13 @@ pub(super) fn register(env: &mut Environment<'static>) {
         v,
         Some(&Value::from(vec!["urn"]))
     ));
+}
+
+/// `schemes` given by position or keyword.
+fn schemes_arg(pos: Option<Value>, kw: &Kwargs) -> Result<Option<Value>, Error> {
+    let v = crate::template::filters::arg(pos, kw, "schemes")?;
+    kw.assert_all_used()?;
+    Ok(v)
 }
 
 /// `started`: an async job's `started`; a result without it counts as started.
