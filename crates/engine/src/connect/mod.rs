@@ -599,6 +599,16 @@ mod tests {
         );
     }
 
+    #[test]
+    fn ssh_args_lose_the_control_master_options() {
+        assert_eq!(
+            ssh_args_words(
+                "-C -o ControlMaster=auto -o ControlPersist=60s -oControlPath=/x -o 'ServerAliveInterval 9'"
+            ),
+            vec!["-C", "-o", "ServerAliveInterval 9"]
+        );
+    }
+
     #[tokio::test]
     async fn a_nul_byte_is_an_argument_error() {
         let c = host(json!({"ansible_connection": "local"})).unwrap();
