@@ -408,3 +408,47 @@ pub(crate) fn play_defaults(
     }
     Ok((defaults, connect))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flags over ansible.cfg (and `ANSIBLE_*`, already folded into it), each setting
+    /// on its own; what neither sets stays unset for the play and host to decide.
+    #[test]
+    fn flags_over_the_config() {
+        let cfg = AnsibleCfg {
+            become_: Some(false),
+            become_user: Some("cfg-user".into()),
+            remote_user: Some("cfg-login".into()),
+            timeout: Some(30),
+            ssh_args: Some("-o A=1".into()),
+            host_key_checking: Some(false),
+            ..AnsibleCfg::default()
+        };
+        let flags = ConnFlags {
+            become_: true,
+            user: Some("cli-login".into()),
+            ..ConnFlags::default()
+        };
+        let (d, c) = play_defaults(&flags, &cfg).unwrap();
+        assert_eq!(d.become_, Some(true));
+        assert_eq!(d.become_user.as_deref(), Some("cfg-user"));
+        assert_eq!(d.become_method, None);
+        assert_eq!(c.user.as_deref(), Some("cli-login"));
+        assert_eq!(c.timeout, Some(30));
+        assert_eq!(c.ssh_args.as_deref(), Some("-o A=1"));
+        assert_eq!(c.host_key_checking, Some(false));
+        // Without -b the file's `become = False` stands.
+        let (d, _) = play_defaults(&ConnFlags::default(), &cfg).unwrap();
+        assert_eq!(d.become_, Some(false));
+        // A become method kk does not have is an options error.
+        let bad = ConnFlags {
+            become_method: Some("pbrun".into()),
+            ..ConnFlags::default()
+        };
+        let e = play_defaults(&bad, &AnsibleCfg::default()).unwrap_err();
+        assert_eq!(e.exit_code(), 5);
+        assert!(e.message.contains("pbrun"), "{}", e.message);
+    }
+}
