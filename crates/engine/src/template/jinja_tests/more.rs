@@ -25,14 +25,14 @@ pub(super) fn register(env: &mut Environment<'static>) {
     test!("is_mount", is_mount);
     test!("isnan", super::nan);
     test!("callable", callable);
-    test!("uri", |v: &Value, schemes: Option<Value>| is_uri(
-        v,
-        schemes.as_ref()
-    ));
-    test!("url", |v: &Value, schemes: Option<Value>| is_url(
-        v,
-        schemes.as_ref()
-    ));
+    test!("uri", |v: &Value, schemes: Option<Value>, kw: Kwargs| {
+        let schemes = schemes_arg(schemes, &kw)?;
+        Ok::<bool, Error>(is_uri(v, schemes.as_ref()))
+    });
+    test!("url", |v: &Value, schemes: Option<Value>, kw: Kwargs| {
+        let schemes = schemes_arg(schemes, &kw)?;
+        Ok::<bool, Error>(is_url(v, schemes.as_ref()))
+    });
     test!("urn", |v: &Value| is_uri(
         v,
         Some(&Value::from(vec!["urn"]))
