@@ -260,13 +260,19 @@ pub(crate) fn build_run_options(
     c.vault.install()?;
     // `inventory_file`/`inventory_dir` of the play: the one file given; several
     // sources, directories and host lists set them per host.
-    let inventory_path = match c.inventory.as_slice() {
-        [] => cfg_inventory(cfg).or_else(|| preset.default_inventory.clone()),
+    // `-i`, else ansible.cfg's `inventory` (every source it lists that exists).
+    let sources = if c.inventory.is_empty() {
+        cfg_inventory(cfg)
+    } else {
+        c.inventory.clone()
+    };
+    let inventory_path = match sources.as_slice() {
+        [] => preset.default_inventory.clone(),
         [one] if Path::new(one).is_file() => Some(PathBuf::from(one)),
         _ => None,
     };
     let mut inventory = match &inventory_path {
-        _ if !c.inventory.is_empty() => Inventory::load_sources(&c.inventory)?,
+        _ if !sources.is_empty() => Inventory::load_sources(&sources)?,
         Some(p) => Inventory::load(p)?,
         None => Inventory::empty(),
     };
@@ -342,17 +348,20 @@ pub(crate) fn workdir_of(c: &Common) -> PathBuf {
     absolute(c.workdir.as_deref().unwrap_or(Path::new("kubekey")))
 }
 
-/// The first inventory of ansible.cfg's `inventory` that exists (Ansible skips missing
-/// ones with a warning).
-fn cfg_inventory(cfg: &AnsibleCfg) -> Option<PathBuf> {
-    let found: Vec<&PathBuf> = cfg.inventory.iter().filter(|p| p.exists()).collect();
+/// The sources of ansible.cfg's `inventory` that exist (Ansible skips missing ones with
+/// a warning).
+fn cfg_inventory(cfg: &AnsibleCfg) -> Vec<String> {
     for p in cfg.inventory.iter().filter(|p| !p.exists()) {
         eprintln!(
             "[WARNING]: Unable to parse {} as an inventory source (from ansible.cfg)",
             p.display()
         );
     }
-    found.first().map(|p| (*p).clone())
+    cfg.inventory
+        .iter()
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect()
 }
 
 /// The flags over `ANSIBLE_*` over ansible.cfg: what every play starts with, and how hosts

@@ -214,7 +214,10 @@ fn ansible_cfg_and_environment_as_ansible_reads_them() {
         "ansible.cfg",
         "# a user's config\n[defaults]\ninventory = inv.ini\nforks = 3 ; inline comment\nunknown_setting = ignored\nhost_key_checking = False\n\n[privilege_escalation]\nbecome = True\nbecome_user = root\n\n[ssh_connection]\nssh_args = -o ControlMaster=auto -o ControlPersist=60s\n\n[some_plugin]\nx = 1\n",
     )
-    .file("sub/ansible.cfg", "[defaults]\ninventory = ../other.ini\n");
+    .file(
+        "sub/ansible.cfg",
+        "[defaults]\ninventory = ../other.ini,../inv.ini,../missing.ini\n",
+    );
     // ./ansible.cfg gives the inventory when -i is not given.
     let args = ["pb.yml", "--list-hosts"];
     let k = kk(&p, &["run", "pb.yml", "--list-hosts"], &[]);
