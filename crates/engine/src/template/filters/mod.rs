@@ -34,6 +34,7 @@ pub(crate) mod paths_os;
 mod picks;
 pub(crate) mod pyrandom;
 mod regexes;
+mod strict;
 mod text;
 mod types;
 pub(crate) mod urls;
@@ -116,6 +117,8 @@ pub fn register(env: &mut Environment<'static>) {
     filter!("root", root);
     filter!("subelements", subelements);
     filter!("to_uuid", to_uuid);
+    filter!("unique", strict::unique);
+    env.add_function("undef", strict::undef);
     filter!("random", picks::random);
     filter!("shuffle", picks::shuffle);
     filter!("combinations", picks::combinations);
@@ -147,7 +150,7 @@ pub fn register(env: &mut Environment<'static>) {
         "reject" => b::reject, "selectattr" => b::selectattr, "rejectattr" => b::rejectattr,
         "join" => b::join, "list" => b::list, "first" => b::first, "last" => b::last,
         "length" => b::length, "count" => b::length, "lower" => b::lower, "upper" => b::upper,
-        "sort" => b::sort, "unique" => b::unique, "min" => b::min, "max" => b::max,
+        "sort" => b::sort, "min" => b::min, "max" => b::max,
         "sum" => b::sum, "dictsort" => b::dictsort, "items" => b::items, "reverse" => b::reverse,
         "trim" => b::trim, "round" => b::round, "abs" => b::abs, "string" => b::string,
         "groupby" => b::groupby, "zip" => b::zip,
