@@ -256,7 +256,7 @@ fn init_diagnostics(verbose: u8, log: RunLog) {
         .with_max_level(level)
         .with_ansi(false)
         .with_target(false)
-        .with_writer(std::io::stderr.and(move || log.clone()))
+        .with_writer((|| kk_engine::report::RedactedStderr).and(move || log.clone()))
         .try_init();
 }
 

@@ -192,7 +192,7 @@ pub struct RunLog(Arc<Mutex<Option<File>>>);
 impl Write for RunLog {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self.0.lock().unwrap().as_mut() {
-            Some(f) => f.write(buf),
+            Some(f) => write_redacted(f, buf),
             None => Ok(buf.len()),
         }
     }
@@ -202,6 +202,31 @@ impl Write for RunLog {
             Some(f) => f.flush(),
             None => Ok(()),
         }
+    }
+}
+
+/// Writes `buf` whole, with vaulted values masked (see [`crate::vault::redact`]);
+/// reports `buf.len()` written so callers' accounting stays theirs.
+fn write_redacted(w: &mut impl Write, buf: &[u8]) -> std::io::Result<usize> {
+    if !crate::vault::redact::is_active() {
+        return w.write(buf);
+    }
+    let text = String::from_utf8_lossy(buf);
+    w.write_all(crate::vault::redact::redact_text(&text).as_bytes())?;
+    Ok(buf.len())
+}
+
+/// Standard error with vaulted values masked: where the `-vvv` diagnostics go.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RedactedStderr;
+
+impl Write for RedactedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        write_redacted(&mut std::io::stderr().lock(), buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
     }
 }
 
@@ -407,6 +432,13 @@ impl Reporter for Output {
     }
 
     fn event(&self, event: &Event) {
+        let masked;
+        let event = if crate::vault::redact::is_active() {
+            masked = redacted(event);
+            &masked
+        } else {
+            event
+        };
         {
             let mut shown = self.progress_shown.lock().unwrap();
             if *shown {
@@ -448,6 +480,28 @@ impl Reporter for Output {
             }
         }
     }
+}
+
+/// The event with vaulted values masked in what tasks produced (results, diffs, the
+/// text shown, warnings, reported data); names of plays, tasks and hosts are the
+/// playbook's own and stay.
+fn redacted(event: &Event) -> Event {
+    use crate::vault::redact::{redact_text, redact_value};
+    let mut e = event.clone();
+    match &mut e {
+        Event::HostResult {
+            result, display, ..
+        } => {
+            redact_value(result);
+            if let Some(d) = display {
+                redact_value(d);
+            }
+        }
+        Event::Warning { msg } => *msg = redact_text(msg).into_owned(),
+        Event::Result { data } => redact_value(data),
+        _ => {}
+    }
+    e
 }
 
 /// `ok: [h1] => …` becomes `ok: [h1] (0.42s) => …`.

@@ -10,6 +10,7 @@
 mod crypto;
 mod format;
 mod prompt;
+pub mod redact;
 mod secrets;
 
 use std::path::Path;
@@ -183,7 +184,10 @@ pub fn decrypt_file(path: &Path, data: Vec<u8>) -> Result<Vec<u8>> {
     }
     installed()
         .decrypt(&data)
-        .map(|(plain, _)| plain)
+        .map(|(plain, _)| {
+            redact::remember_file(&String::from_utf8_lossy(&plain));
+            plain
+        })
         .map_err(|e| {
             Error::new(ErrorKind::Runtime, format!("{} for {}", e, path.display()))
                 .with_code("kk::vault::decrypt")
@@ -208,12 +212,14 @@ pub fn decrypt_scalar(text: &str, span: &Span) -> Result<String> {
     let (plain, _) = installed()
         .decrypt(text.trim_start().as_bytes())
         .map_err(|e| err(e.to_string(), help_for(&e)))?;
-    String::from_utf8(plain).map_err(|_| {
+    let plain = String::from_utf8(plain).map_err(|_| {
         err(
             "the decrypted `!vault` value is not UTF-8 text".into(),
             "vault a text value",
         )
-    })
+    })?;
+    redact::remember(&plain);
+    Ok(plain)
 }
 
 #[cfg(test)]
