@@ -17,6 +17,7 @@ pub(crate) mod limits;
 pub mod lookups;
 mod native;
 pub mod pydump;
+mod pymethods;
 pub mod toml_filters;
 
 /// The value `default(omit)` produces; module arguments equal to it are dropped.
@@ -191,6 +192,9 @@ fn python_methods(
             })
             .collect::<std::result::Result<Vec<_>, minijinja::Error>>()?;
         return Ok(minijinja::Value::from(pairs));
+    }
+    if let Some(v) = pymethods::call(value, method, args)? {
+        return Ok(v);
     }
     if method == "format" {
         if let Some(f) = value.as_str() {
