@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+pub mod pyre;
 mod shell;
 mod split;
 

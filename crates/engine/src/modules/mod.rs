@@ -47,7 +47,6 @@ pub mod package;
 pub mod pause;
 pub mod ping;
 pub mod plan;
-pub mod pyre;
 mod registry;
 pub mod remote;
 pub mod replace;

@@ -1,6 +1,6 @@
 //! `replace`: replaces every match of a Python regular expression in a file (optionally
 //! only between `after` and `before`). The file is read with its stat in one round trip,
-//! edited on the controller with Python's `re.subn` semantics ([`super::pyre`]), and
+//! edited on the controller with Python's `re.subn` semantics ([`crate::ansible::pyre`]), and
 //! written back through a temp file and rename only when the text changed (the edit
 //! machinery `lineinfile` uses, so backup, validate, mode/owner and `--diff` behave alike).
 
@@ -11,9 +11,9 @@ use super::args::{parse_with_file_attrs, FileAttrs, Flag, Text};
 use super::copy::check_validate;
 use super::lineinfile::{apply_edit, attrs_of, plan_edit, EditFinish, EditWork};
 use super::plan::{Plan, PlanApply};
-use super::pyre;
 use super::remote::{self, FileKind, StatOptions};
 use super::{ModuleContext, ModuleResult, VarMap};
+use crate::ansible::pyre;
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]

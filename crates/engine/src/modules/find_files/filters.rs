@@ -2,7 +2,7 @@
 //! `fnmatch` rules, or Python regexps matched at the start), age, size and mode. Pure
 //! functions over an entry's listing, so they are tested without a host.
 
-use crate::modules::pyre;
+use crate::ansible::pyre;
 
 /// Python's `fnmatch.translate` for one glob: `*`, `?`, `[seq]`, `[!seq]`; the whole name
 /// must match.

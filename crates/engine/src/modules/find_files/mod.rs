@@ -162,9 +162,13 @@ fn check(raw: VarMap) -> Result<Checked> {
                 ))
             };
             Ok::<_, Error>(Contains {
-                anywhere: super::pyre::compile(c.as_str(), false, false).map_err(bad)?,
-                at_start: super::pyre::compile(&format!("\\A(?:{})", c.as_str()), false, false)
-                    .map_err(bad)?,
+                anywhere: crate::ansible::pyre::compile(c.as_str(), false, false).map_err(bad)?,
+                at_start: crate::ansible::pyre::compile(
+                    &format!("\\A(?:{})", c.as_str()),
+                    false,
+                    false,
+                )
+                .map_err(bad)?,
             })
         })
         .transpose()?;

@@ -23,29 +23,7 @@ pub(crate) fn py_regex(
             limits::MAX_PATTERN
         )));
     }
-    let mut p = String::new();
-    if ignorecase {
-        p.push_str("(?i)");
-    }
-    if multiline {
-        p.push_str("(?m)");
-    }
-    // Python's `\Z` is the end of the text, spelled `\z` here.
-    let mut chars = pattern.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('Z') => p.push_str("\\z"),
-                Some(n) => {
-                    p.push('\\');
-                    p.push(n);
-                }
-                None => p.push('\\'),
-            }
-        } else {
-            p.push(c);
-        }
-    }
+    let p = crate::ansible::pyre::translate(pattern, ignorecase, multiline, false);
     fancy_regex::Regex::new(&p).map_err(|e| {
         fail(format!(
             "{}: invalid regular expression '{}': {}",

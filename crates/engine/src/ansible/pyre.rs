@@ -1,19 +1,19 @@
-//! Python `re` semantics the text modules need (`replace`, `find`'s `contains`): patterns
-//! compiled with fancy-regex (look-around and backreferences, as Python has them), and
+//! Python `re` semantics: the pattern syntax the regex filters and tests take, and what the
+//! text modules need (`replace`, `find`'s `contains`): patterns compiled with fancy-regex (look-around and backreferences, as Python has them), and
 //! `re.subn` with Python's replacement templates and its (3.7+) empty-match rules, so a
 //! user's Ansible regexp replaces the same text under kk.
 
 use fancy_regex::{Captures, Regex};
 
-/// Compiles a Python pattern; `multiline`/`dotall` are Python's `re.M`/`re.S`. Python's
-/// `\Z` (end of text) is written `\z` for fancy-regex.
-pub fn compile(pattern: &str, multiline: bool, dotall: bool) -> Result<Regex, String> {
+/// Python's pattern syntax spelled for fancy-regex: the flags (`re.I`, `re.M`, `re.S`)
+/// as inline groups, and Python's `\Z` (end of text) as `\z`. The one translation the
+/// regex filters and tests and the text modules share.
+pub fn translate(pattern: &str, ignorecase: bool, multiline: bool, dotall: bool) -> String {
     let mut p = String::new();
-    if multiline {
-        p.push_str("(?m)");
-    }
-    if dotall {
-        p.push_str("(?s)");
+    for (on, flag) in [(ignorecase, "(?i)"), (multiline, "(?m)"), (dotall, "(?s)")] {
+        if on {
+            p.push_str(flag);
+        }
     }
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -30,7 +30,12 @@ pub fn compile(pattern: &str, multiline: bool, dotall: bool) -> Result<Regex, St
             p.push(c);
         }
     }
-    Regex::new(&p).map_err(|e| e.to_string())
+    p
+}
+
+/// Compiles a Python pattern; `multiline`/`dotall` are Python's `re.M`/`re.S`.
+pub fn compile(pattern: &str, multiline: bool, dotall: bool) -> Result<Regex, String> {
+    Regex::new(&translate(pattern, false, multiline, dotall)).map_err(|e| e.to_string())
 }
 
 /// A piece of a parsed replacement template.
