@@ -156,17 +156,6 @@ pub async fn job_status(ctx: &ModuleContext, jid: &str) -> Result<ModuleResult> 
     Ok(from_map(base, failed))
 }
 
-trait FailedToo {
-    fn failed_too(self) -> Self;
-}
-
-impl FailedToo for ModuleResult {
-    fn failed_too(mut self) -> Self {
-        self.failed = true;
-        self
-    }
-}
-
 /// A result from a job file's keys (`changed`, `failed`, `msg` become the typed fields).
 fn from_map(mut m: Map<String, Value>, failed: bool) -> ModuleResult {
     let changed = m

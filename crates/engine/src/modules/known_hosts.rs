@@ -375,17 +375,6 @@ impl PlanApply for KnownHosts {
     }
 }
 
-trait FailedToo {
-    fn failed_too(self) -> Self;
-}
-
-impl FailedToo for ModuleResult {
-    fn failed_too(mut self) -> Self {
-        self.failed = true;
-        self
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

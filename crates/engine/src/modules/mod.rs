@@ -202,6 +202,13 @@ impl ModuleResult {
             .effect(effect(vars))
     }
 
+    /// Marks a result built with its fields (and message) as failed: Ansible's failed
+    /// results keep the keys the module reports on success too.
+    pub fn failed_too(mut self) -> ModuleResult {
+        self.failed = true;
+        self
+    }
+
     /// Sets the message.
     pub fn msg(mut self, msg: impl Into<String>) -> ModuleResult {
         self.msg = Some(msg.into());

@@ -414,17 +414,6 @@ impl PlanApply for Modprobe {
     }
 }
 
-trait FailedToo {
-    fn failed_too(self) -> Self;
-}
-
-impl FailedToo for ModuleResult {
-    fn failed_too(mut self) -> Self {
-        self.failed = true;
-        self
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
