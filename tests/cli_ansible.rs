@@ -9,24 +9,6 @@ use std::process::{Command, Stdio};
 use crate::common::{Project, Run};
 
 /// The oracle venv's `bin` (installed once by tests/oracle/setup_ansible.sh).
-fn venv_bin() -> PathBuf {
-    static ONCE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut done = ONCE.lock().unwrap_or_else(|e| e.into_inner());
-    if !*done {
-        let out = Command::new("bash")
-            .arg(root.join("tests/oracle/setup_ansible.sh"))
-            .current_dir(&root)
-            .output()
-            .expect("run setup_ansible.sh");
-        assert!(out.status.success(), "setup_ansible.sh failed: {:?}", out);
-        *done = true;
-    }
-    std::env::var_os("KK_ORACLE_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/oracle-venv"))
-        .join("bin")
-}
 
 /// Runs a program in the project with no terminal on stdin, with `env` set and any
 /// `ANSIBLE_*` of the test's own environment removed (so only the test's settings count).
@@ -53,7 +35,7 @@ fn kk(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 fn ansible(p: &Project, tool: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
-    run_in(p, venv_bin().join(tool), args, env)
+    run_in(p, crate::common::oracle_venv_bin().join(tool), args, env)
 }
 
 /// Output lines sorted: Ansible prints a play's hosts, and ad-hoc results, in no fixed order.
@@ -84,7 +66,7 @@ fn assert_same(what: &str, k: &Run, a: &Run) {
 /// with tags on plays, roles, blocks and tasks.
 fn project() -> Project {
     let p = Project::new();
-    let python = venv_bin().join("python3");
+    let python = crate::common::oracle_venv_bin().join("python3");
     p.file(
         "inv.ini",
         &format!(

@@ -11,24 +11,6 @@ use std::process::{Command, Stdio};
 use crate::common::{assert_secret_hidden, Project, Run};
 
 /// The oracle venv's bin directory, set up once (a no-op when it is there).
-fn venv_bin() -> PathBuf {
-    static ONCE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut done = ONCE.lock().unwrap_or_else(|e| e.into_inner());
-    if !*done {
-        let out = Command::new("bash")
-            .arg(root.join("tests/oracle/setup_ansible.sh"))
-            .current_dir(&root)
-            .output()
-            .expect("run setup_ansible.sh");
-        assert!(out.status.success(), "setup_ansible.sh failed: {:?}", out);
-        *done = true;
-    }
-    std::env::var_os("KK_ORACLE_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/oracle-venv"))
-        .join("bin")
-}
 
 /// Runs a command in the project with `stdin` as its input.
 fn run_in(p: &Project, program: PathBuf, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Run {
@@ -50,7 +32,13 @@ fn kk(p: &Project, args: &[&str], stdin: &[u8]) -> Run {
 }
 
 fn av(p: &Project, args: &[&str], stdin: &[u8]) -> Run {
-    run_in(p, venv_bin().join("ansible-vault"), args, stdin, &[])
+    run_in(
+        p,
+        crate::common::oracle_venv_bin().join("ansible-vault"),
+        args,
+        stdin,
+        &[],
+    )
 }
 
 fn project() -> Project {

@@ -304,3 +304,25 @@ pub fn wait_until(what: &str, secs: u64, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// The `bin/` of the oracle's ansible-core venv (`$KK_ORACLE_VENV`, default
+/// `target/oracle-venv`), installed first if needed (once per process), for tests that
+/// compare kk with the real `ansible`, `ansible-playbook` or `ansible-vault`.
+pub fn oracle_venv_bin() -> PathBuf {
+    static ONCE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut done = ONCE.lock().unwrap_or_else(|e| e.into_inner());
+    if !*done {
+        let out = Command::new("bash")
+            .arg(root.join("tests/oracle/setup_ansible.sh"))
+            .current_dir(&root)
+            .output()
+            .expect("run setup_ansible.sh");
+        assert!(out.status.success(), "setup_ansible.sh failed: {:?}", out);
+        *done = true;
+    }
+    std::env::var_os("KK_ORACLE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/oracle-venv"))
+        .join("bin")
+}
