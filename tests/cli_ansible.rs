@@ -8,8 +8,6 @@ use std::process::{Command, Stdio};
 
 use crate::common::{Project, Run};
 
-/// The oracle venv's `bin` (installed once by tests/oracle/setup_ansible.sh).
-
 /// Runs a program in the project with no terminal on stdin, with `env` set and any
 /// `ANSIBLE_*` of the test's own environment removed (so only the test's settings count).
 fn run_in(p: &Project, program: PathBuf, args: &[&str], env: &[(&str, &str)]) -> Run {

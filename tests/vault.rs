@@ -10,8 +10,6 @@ use std::process::{Command, Stdio};
 
 use crate::common::{assert_secret_hidden, Project, Run};
 
-/// The oracle venv's bin directory, set up once (a no-op when it is there).
-
 /// Runs a command in the project with `stdin` as its input.
 fn run_in(p: &Project, program: PathBuf, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Run {
     let mut child = Command::new(program)
