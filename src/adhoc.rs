@@ -26,6 +26,14 @@ pub(crate) struct Adhoc {
     /// The module's arguments: `k=v …`, free form for command/shell, or a JSON mapping.
     #[arg(short = 'a', long = "args", allow_hyphen_values = true)]
     pub(crate) args: Option<String>,
+    /// Run in the background for at most this many seconds (Ansible's `-B`: the task's
+    /// `async`).
+    #[arg(short = 'B', long = "background", value_name = "SECONDS")]
+    pub(crate) background: Option<u64>,
+    /// With `-B`, check the job every this many seconds (default 15); 0 starts it and
+    /// does not wait (Ansible's `-P`: the task's `poll`).
+    #[arg(short = 'P', long = "poll", value_name = "SECONDS")]
+    pub(crate) poll: Option<u64>,
     /// One line per host (Ansible's `-o`).
     #[arg(short = 'o', long = "one-line")]
     pub(crate) one_line: bool,
@@ -155,6 +163,12 @@ pub(crate) async fn run(a: &Adhoc) -> Result<i32, Error> {
         _ => Value::String(args),
     };
     task.insert(a.module.clone(), args);
+    // `-B`: the task's async, polled every `-P` seconds (Ansible's default 15); `-P`
+    // alone does nothing, as in Ansible.
+    if let Some(b) = a.background.filter(|b| *b > 0) {
+        task.insert("async".into(), b.into());
+        task.insert("poll".into(), a.poll.unwrap_or(15).into());
+    }
     let play = serde_json::json!([{
         "name": "Ansible Ad-Hoc",
         "hosts": a.pattern,
@@ -215,9 +229,12 @@ impl AdhocOutput {
         if is_debug(&self.module) && status != Status::Failed {
             clean_debug(&mut r);
         }
+        // An async job's success is shown as JSON (Ansible's minimal callback: not for
+        // a result with `ansible_job_id`); its failure in the command's words.
         let command = no_json(&self.module)
             && status != Status::Unreachable
-            && r.get("module_stderr").is_none();
+            && r.get("module_stderr").is_none()
+            && (status == Status::Failed || r.get("ansible_job_id").is_none());
         let dumped = |indent: bool| dump(&r, indent, self.verbosity);
         if self.one_line {
             if status == Status::Failed {

@@ -44,6 +44,12 @@ pub(crate) struct AnsibleCfg {
     pub(crate) become_ask_pass: Option<bool>,
     /// `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`.
     pub(crate) ssh_args: Option<String>,
+    /// `[inventory] enable_plugins` / `ANSIBLE_INVENTORY_ENABLED`.
+    pub(crate) inventory_enabled: Option<Vec<String>>,
+    /// `[inventory] ignore_extensions` / `ANSIBLE_INVENTORY_IGNORE`.
+    pub(crate) inventory_ignore_exts: Option<Vec<String>>,
+    /// `[inventory] ignore_patterns` / `ANSIBLE_INVENTORY_IGNORE_REGEX`.
+    pub(crate) inventory_ignore_patterns: Option<Vec<String>>,
 }
 
 /// What kind of value a setting takes.
@@ -55,10 +61,12 @@ enum Kind {
     ColonPaths,
     Int,
     Bool,
+    /// Ansible's `list`: comma-separated, each item trimmed.
+    List,
 }
 
 /// `(section, key, environment variable, kind)` of every setting kk reads.
-const SETTINGS: [(&str, &str, &str, Kind); 14] = [
+const SETTINGS: [(&str, &str, &str, Kind); 19] = [
     ("defaults", "inventory", "ANSIBLE_INVENTORY", Kind::PathList),
     (
         "defaults",
@@ -109,11 +117,44 @@ const SETTINGS: [(&str, &str, &str, Kind); 14] = [
     ("ssh_connection", "ssh_args", "ANSIBLE_SSH_ARGS", Kind::Text),
     // Ansible's older name for `inventory`, still read.
     ("defaults", "hostfile", "ANSIBLE_HOSTS", Kind::PathList),
+    // Inventory plugins and directory skips; of two keys for one setting, the later wins
+    // (Ansible reads its `ini` entries in order).
+    (
+        "inventory",
+        "enable_plugins",
+        "ANSIBLE_INVENTORY_ENABLED",
+        Kind::List,
+    ),
+    (
+        "defaults",
+        "inventory_ignore_extensions",
+        "ANSIBLE_INVENTORY_IGNORE",
+        Kind::List,
+    ),
+    (
+        "inventory",
+        "ignore_extensions",
+        "ANSIBLE_INVENTORY_IGNORE",
+        Kind::List,
+    ),
+    (
+        "defaults",
+        "inventory_ignore_patterns",
+        "ANSIBLE_INVENTORY_IGNORE_REGEX",
+        Kind::List,
+    ),
+    (
+        "inventory",
+        "ignore_patterns",
+        "ANSIBLE_INVENTORY_IGNORE_REGEX",
+        Kind::List,
+    ),
 ];
 
 /// A parsed value.
 enum Value {
     Text(String),
+    List(Vec<String>),
     Paths(Vec<PathBuf>),
     Int(u64),
     Bool(bool),
@@ -297,6 +338,12 @@ fn convert(kind: Kind, raw: &str, base: &Path) -> Result<Value, String> {
                 .map_err(|_| format!("Invalid value provided for 'integer': '{}'", raw))?,
         ),
         Kind::Bool => Value::Bool(boolean(raw)),
+        Kind::List => Value::List(
+            raw.split(',')
+                .map(|x| x.trim().to_string())
+                .filter(|x| !x.is_empty())
+                .collect(),
+        ),
     })
 }
 
@@ -384,6 +431,21 @@ fn load_from(
 }
 
 impl AnsibleCfg {
+    /// How `-i` sources are read: the inventory settings over Ansible's defaults.
+    pub(crate) fn inventory_options(&self) -> kk_engine::inventory::SourceOptions {
+        let mut o = kk_engine::inventory::SourceOptions::default();
+        if let Some(l) = &self.inventory_enabled {
+            o.enabled = l.clone();
+        }
+        if let Some(l) = &self.inventory_ignore_exts {
+            o.ignore_exts = l.clone();
+        }
+        if let Some(l) = &self.inventory_ignore_patterns {
+            o.ignore_patterns = l.clone();
+        }
+        o
+    }
+
     fn set(&mut self, key: &str, value: Value) {
         match (key, value) {
             // `inventory` is read before its older name `hostfile`, and wins.
@@ -402,6 +464,13 @@ impl AnsibleCfg {
             ("become_user", Value::Text(t)) => self.become_user = Some(t),
             ("become_ask_pass", Value::Bool(b)) => self.become_ask_pass = Some(b),
             ("ssh_args", Value::Text(t)) => self.ssh_args = Some(t),
+            ("enable_plugins", Value::List(l)) => self.inventory_enabled = Some(l),
+            ("inventory_ignore_extensions" | "ignore_extensions", Value::List(l)) => {
+                self.inventory_ignore_exts = Some(l)
+            }
+            ("inventory_ignore_patterns" | "ignore_patterns", Value::List(l)) => {
+                self.inventory_ignore_patterns = Some(l)
+            }
             _ => {}
         }
     }

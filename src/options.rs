@@ -272,10 +272,16 @@ pub(crate) fn build_run_options(
         _ => None,
     };
     let mut inventory = match &inventory_path {
-        _ if !sources.is_empty() => Inventory::load_sources(&sources)?,
+        _ if !sources.is_empty() => {
+            Inventory::load_sources_with(&sources, &cfg.inventory_options())?
+        }
         Some(p) => Inventory::load(p)?,
         None => Inventory::empty(),
     };
+    // An inventory script's standard error, shown as Ansible shows it.
+    for n in inventory.take_notices() {
+        eprintln!("[ERROR]: {}", n);
+    }
     for (group, host) in &preset.groups_add {
         inventory.add_to_group(host, group)?;
     }
@@ -382,7 +388,7 @@ pub(crate) fn play_defaults(
         ..PlayDefaults::default()
     };
     defaults.check().map_err(|m| {
-        options_error(format!("--become-method: {}", m)).help("use --become-method sudo")
+        options_error(format!("--become-method: {}", m)).help("use --become-method sudo or su")
     })?;
     let mut connect = ConnectDefaults {
         user: f.user.clone().or_else(|| cfg.remote_user.clone()),

@@ -1,5 +1,9 @@
 //! Asking for a secret on the terminal (`-k`, `-K`): the answer is not echoed, and
 //! without a terminal the run stops with an options error instead of hanging on a pipe.
+//!
+//! The prompt is the vault's ([`kk_engine::vault::prompt_hidden`]), kk's one hidden
+//! prompt: it turns echo off before it prints the question, so an answer typed at once
+//! is never echoed.
 
 use std::io::IsTerminal;
 
@@ -8,17 +12,18 @@ use kk_engine::{Error, ErrorKind};
 /// Asks `question` on the terminal without echo; `flag` names the option that asked, for
 /// the error when standard input is not a terminal.
 pub(crate) fn secret(question: &str, flag: &str) -> Result<String, Error> {
-    if !std::io::stdin().is_terminal() {
-        return Err(Error::new(
-            ErrorKind::Options,
-            format!("{}: cannot ask for a password: standard input is not a terminal", flag),
-        )
-        .help("run kk on a terminal, or give the password in the inventory (ansible_password, ansible_become_password), e.g. from a vault file"));
-    }
-    rpassword::prompt_password(question).map_err(|e| {
+    let no_terminal = |why: String| {
         Error::new(
             ErrorKind::Options,
-            format!("{}: cannot read the password: {}", flag, e),
+            format!("{}: cannot ask for a password: {}", flag, why),
         )
+        .help("run kk on a terminal, or give the password in the inventory (ansible_password, ansible_become_password), e.g. from a vault file")
+    };
+    if !std::io::stdin().is_terminal() {
+        return Err(no_terminal("standard input is not a terminal".into()));
+    }
+    kk_engine::vault::prompt_hidden(question).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => no_terminal(e.to_string()),
+        _ => no_terminal(format!("no terminal to ask on ({})", e)),
     })
 }

@@ -10,7 +10,7 @@ use crate::common::{Project, Run};
 
 /// Runs a program in the project with no terminal on stdin, with `env` set and any
 /// `ANSIBLE_*` of the test's own environment removed (so only the test's settings count).
-fn run_in(p: &Project, program: PathBuf, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn run_in(p: &Project, program: PathBuf, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(program);
     for (k, _) in std::env::vars() {
         if k.starts_with("ANSIBLE_") {

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod adhoc_async;
 mod ansible_forms;
 mod bad_files;
 mod bad_input;
@@ -30,10 +31,12 @@ mod image;
 mod image_list;
 mod image_registry;
 mod interrupted;
+mod inventory_plugins;
 mod inventory_sources;
 mod kubernetes_init;
 mod kubernetes_pre;
 mod lifecycle;
+mod login_become;
 mod module_args;
 mod modules_net;
 mod native;
@@ -43,6 +46,7 @@ mod offline_packages;
 mod oracle;
 mod package;
 mod precheck;
+mod reboot;
 mod run_local;
 mod run_local_executor;
 mod ssh;

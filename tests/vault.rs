@@ -470,40 +470,13 @@ fn ask_vault_pass_prompts_on_the_terminal_without_echo() {
         b"",
     )
     .code(0);
-    let driver = r#"
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.environ["PAGER"] = "cat"
-    os.execv(sys.argv[1], [sys.argv[1], "vault", "view", "--ask-vault-pass", "s.yml"])
-out = b""
-def read(until, secs):
-    global out
-    end = time.time() + secs
-    while time.time() < end and until not in out:
-        r, _, _ = select.select([fd], [], [], 0.1)
-        if r:
-            try:
-                d = os.read(fd, 1024)
-            except OSError:
-                return
-            if not d:
-                return
-            out += d
-read(b"Vault password: ", 20)
-os.write(fd, b"correct horse\n")
-read(b"shown", 20)
-read(b"\x00", 1)
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors="replace"))
-sys.exit(os.waitstatus_to_exitcode(status))
-"#;
-    let out = Command::new("python3")
-        .args(["-c", driver, env!("CARGO_BIN_EXE_kk")])
-        .current_dir(p.dir())
-        .output()
-        .expect("python3");
-    let r = Run::from_output(out);
+    let r = crate::common::run_on_pty(
+        &p,
+        &["vault", "view", "--ask-vault-pass", "s.yml"],
+        "Vault password: ",
+        "correct horse",
+        "shown",
+    );
     r.code(0);
     assert!(r.stdout.contains("Vault password: "), "{}", r.describe());
     assert!(r.stdout.contains("shown: yes"), "{}", r.describe());

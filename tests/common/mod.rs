@@ -326,3 +326,53 @@ pub fn oracle_venv_bin() -> PathBuf {
         .unwrap_or_else(|| root.join("target/oracle-venv"))
         .join("bin")
 }
+
+/// Runs `kk args…` in `p`'s directory on a real terminal (a pty driven by Python's
+/// `pty`), answers `answer` once `prompt` appears, and returns everything the terminal
+/// showed once `until` appears (or the run ends). Tests of hidden prompts check that the
+/// answer is not in it: an echoed password would be.
+pub fn run_on_pty(p: &Project, args: &[&str], prompt: &str, answer: &str, until: &str) -> Run {
+    const DRIVER: &str = r#"
+import os, pty, select, sys, time
+kk, prompt, answer, until, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["PAGER"] = "cat"
+    os.execv(kk, [kk] + args)
+out = b""
+def read(want, secs):
+    global out
+    end = time.time() + secs
+    while time.time() < end and want not in out:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                d = os.read(fd, 1024)
+            except OSError:
+                return
+            if not d:
+                return
+            out += d
+read(prompt.encode(), 20)
+os.write(fd, answer.encode() + b"\n")
+read(until.encode(), 30)
+read(b"\x00", 1)
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            DRIVER,
+            env!("CARGO_BIN_EXE_kk"),
+            prompt,
+            answer,
+            until,
+        ])
+        .args(args)
+        .current_dir(p.dir())
+        .output()
+        .expect("python3");
+    Run::from_output(out)
+}

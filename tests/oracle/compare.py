@@ -660,6 +660,20 @@ def debug_var_name(path: str, fx: Fixture) -> str | None:
     return result
 
 
+# The keys callback/kk_json.py drops from Ansible's results at every depth; a variable
+# shown whole (a registered result in `debug: var=`) loses them on kk's side too.
+CALLBACK_DROPS = {"invocation", "start", "end", "delta", "diff", "exception", "warnings", "deprecations"}
+
+
+def drop_callback_keys(value):
+    if isinstance(value, dict):
+        return {k: drop_callback_keys(v) for k, v in value.items()
+                if not (str(k).startswith("_ansible") or k in CALLBACK_DROPS)}
+    if isinstance(value, list):
+        return [drop_callback_keys(v) for v in value]
+    return value
+
+
 def reduce_result(res: dict, extra: list[str], item_level: bool = False) -> dict:
     out = {}
     if not isinstance(res, dict):
@@ -672,7 +686,7 @@ def reduce_result(res: dict, extra: list[str], item_level: bool = False) -> dict
             del out[k]  # missing == false
     for k in extra:
         if k in res:
-            out[k] = res[k]
+            out[k] = drop_callback_keys(res[k])
     if item_level:
         for k in ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop"):
             if k in res:

@@ -252,7 +252,8 @@ impl TestBed {
         let boot = format!(
             "set -e\n\
              mount --make-rprivate /\n\
-             mount -t overlay overlay -o lowerdir={lower},upperdir={up},workdir={work} {m}\n\
+             n=0; until mount -t overlay overlay -o lowerdir={lower},upperdir={up},workdir={work} {m}; do\n\
+             n=$((n+1)); [ $n -lt 50 ] || exit 32; sleep 0.1; done\n\
              mount --rbind /dev {m}/dev\n\
              mount --bind {console} {m}/dev/console\n\
              mount --rbind /sys {m}/sys\n\
@@ -281,12 +282,24 @@ impl TestBed {
             .try_clone()
             .map_err(|e| Error::new(&step, format!("cannot dup log file: {e}")))?;
         // The shell joins the host's cgroup first, so `unshare --cgroup` makes that cgroup
-        // the root of the host's cgroup namespace.
+        // the root of the host's cgroup namespace. It then supervises the boot as
+        // systemd-nspawn does: `reboot` in the host makes its systemd call reboot(2), which in
+        // a PID namespace ends that namespace's init by SIGHUP (unshare re-raises it: status
+        // 129); the host is then booted again on the same disk and network. Any other end
+        // (poweroff's SIGINT, our SIGKILL on stop) ends the loop. The overlay mount is retried
+        // in boot.sh because the old mount namespace may still hold the upper dir a moment.
         let script = format!(
-            "echo $$ > {procs} && exec ip netns exec {ns} unshare --mount --uts --ipc --pid --cgroup --fork --kill-child sh {boot}",
+            "echo $$ > {procs} || exit 1\n\
+             while :; do\n\
+             ip netns exec {ns} unshare --mount --uts --ipc --pid --cgroup --fork --kill-child sh {boot}\n\
+             rc=$?\n\
+             [ $rc -eq 129 ] || exit $rc\n\
+             echo \"testbed: {name} rebooted\"\n\
+             done",
             procs = cg.join("cgroup.procs").display(),
             ns = h.netns,
             boot = boot_path.display(),
+            name = h.name,
         );
         let mut cmd = Command::new("sh");
         cmd.env_clear()
@@ -298,7 +311,7 @@ impl TestBed {
         let child = cmd.spawn().map_err(|e| {
             Error::new(&step, format!("cannot start `{}`: {e}", sys::cmdline(&cmd)))
         })?;
-        let unshare_pid = child.id();
+        let supervisor_pid = child.id();
         st.child = Some(child);
         let logs = || {
             format!(
@@ -322,7 +335,7 @@ impl TestBed {
                 }
             }
             if st.init_pid.is_none() {
-                st.init_pid = first_child(unshare_pid);
+                st.init_pid = init_of(supervisor_pid);
             }
             if st.init_pid.is_some()
                 && TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok()
@@ -371,7 +384,10 @@ impl TestBed {
         let h = &self.hosts[i];
         let step = format!("stopping {}", h.name);
         let mut st = self.lock_state(i);
-        if let Some(pid) = st.init_pid.take() {
+        // The supervising shell is killed with the host (cgroup.kill below), so a killed
+        // init is never booted again; the init is looked up afresh (a reboot changes it).
+        st.init_pid = None;
+        if let Some(pid) = st.child.as_ref().and_then(|c| init_of(c.id())) {
             unsafe {
                 libc::kill(pid as libc::pid_t, libc::SIGKILL);
             }
@@ -475,6 +491,12 @@ pub(crate) fn nsenter(pid: u32) -> Command {
 pub(crate) fn first_child(pid: u32) -> Option<u32> {
     let text = fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
     text.split_whitespace().next()?.parse().ok()
+}
+
+/// The host's current PID 1 (in the root namespace), under the supervising shell `pid`:
+/// shell → unshare → systemd. A new one after each reboot of the host.
+pub(crate) fn init_of(supervisor: u32) -> Option<u32> {
+    first_child(first_child(supervisor)?)
 }
 
 /// An `Output` for an ssh that could not even start, so `ssh()` stays infallible.

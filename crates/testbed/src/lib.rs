@@ -493,10 +493,16 @@ impl TestBed {
     pub fn exec(&self, i: usize, cmd: &str) -> Result<Output, Error> {
         let h = self.host(i)?;
         let step = format!("running `{cmd}` in {}", h.name);
-        let pid = self
-            .lock_state(i)
-            .init_pid
-            .ok_or_else(|| Error::new(&step, format!("{} is stopped", h.name)))?;
+        let pid = {
+            let mut st = self.lock_state(i);
+            // After a reboot of the host its PID 1 is another process.
+            let live = st.child.as_ref().and_then(|c| boot::init_of(c.id()));
+            if st.init_pid.is_some() {
+                st.init_pid = live;
+            }
+            st.init_pid
+        }
+        .ok_or_else(|| Error::new(&step, format!("{} is stopped", h.name)))?;
         let mut c = nsenter(pid);
         c.args(["sh", "-c", cmd]).stdin(Stdio::null());
         c.output()

@@ -13,14 +13,16 @@ use crate::sys;
 use crate::Error;
 
 /// Bump when the package list changes, so old caches are not reused.
-const ROOTFS_NAME: &str = "rootfs-bookworm-v3";
+const ROOTFS_NAME: &str = "rootfs-bookworm-v5";
 
 /// Packages beyond minbase: systemd as PID 1, sshd, sudo, the tools kk's roles call, and
 /// python3 so Ansible can run against the same hosts in benchmarks, the packages the
 /// `native` role requires (no network on test hosts to install them), fio for precheck, the
 /// NFS server and client for `native/nfs`, and the partition and filesystem tools (sfdisk in
-/// fdisk, mkfs.xfs, mkfs.ext4) for `native/storage`.
-pub const PACKAGES: &str = "systemd,systemd-sysv,dbus,openssh-server,iproute2,sudo,procps,kmod,iptables,ca-certificates,curl,tar,gzip,python3,socat,conntrack,ipset,ebtables,ipvsadm,fio,nfs-kernel-server,nfs-common,xfsprogs,e2fsprogs,fdisk";
+/// fdisk, mkfs.xfs, mkfs.ext4) for `native/storage`, and cron (crontab) and git for the
+/// `cron` and `git` modules' oracle fixtures, and python3-apt, which Ansible's `apt` module
+/// imports (it would otherwise try to install it, and the hosts have no network).
+pub const PACKAGES: &str = "systemd,systemd-sysv,dbus,openssh-server,iproute2,sudo,procps,kmod,iptables,ca-certificates,curl,tar,gzip,python3,socat,conntrack,ipset,ebtables,ipvsadm,fio,nfs-kernel-server,nfs-common,xfsprogs,e2fsprogs,fdisk,cron,git,python3-apt";
 
 /// Where caches live: `$KK_TESTBED_CACHE` or `/var/tmp/kk-testbed` (kept across runs).
 pub fn cache_dir() -> PathBuf {

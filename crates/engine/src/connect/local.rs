@@ -1,4 +1,4 @@
-//! The controller itself as a host: `/bin/sh` as a child process, sudo only when
+//! The controller itself as a host: `/bin/sh` as a child process, sudo or su only when
 //! becoming a user other than the current one.
 
 use std::process::Stdio;
@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use super::{Connection, ExecOutput, ExecRequest};
+use super::{shell_quote, BecomeMethod, Connection, ExecOutput, ExecRequest};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Runs commands on the controller.
@@ -46,6 +46,19 @@ fn is_root() -> bool {
 impl Connection for LocalConnection {
     async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput> {
         let mut cmd = match &req.become_ {
+            Some(b) if b.user != self.current_user && b.method == BecomeMethod::Su => {
+                // The environment travels inside su's command, as over SSH.
+                let mut inner = String::from("env");
+                for (k, v) in &req.env {
+                    inner.push(' ');
+                    inner.push_str(&shell_quote(&format!("{}={}", k, v)));
+                }
+                inner.push_str(" /bin/sh -c ");
+                inner.push_str(&shell_quote(&req.script));
+                let mut c = Command::new("/bin/sh");
+                c.args(["-c", &super::su::line(b, &inner)]);
+                c
+            }
             Some(b) if b.user != self.current_user => {
                 let mut c = Command::new("sudo");
                 if b.password.is_some() {
@@ -78,8 +91,10 @@ impl Connection for LocalConnection {
         })?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let mut input = Vec::new();
-        if let Some(b) = &req.become_ {
-            if let (Some(pw), true) = (&b.password, b.user != self.current_user) {
+        if let Some(b) = req.become_.as_ref().filter(|b| b.user != self.current_user) {
+            if b.method == BecomeMethod::Su {
+                input = super::su::input_prefix(b);
+            } else if let Some(pw) = &b.password {
                 input.extend_from_slice(pw.as_bytes());
                 input.push(b'\n');
             }
@@ -143,15 +158,16 @@ impl Connection for LocalConnection {
             g.disarm();
         }
         let (status, stdout, stderr) = output;
-        super::check_sudo(
-            ExecOutput {
-                rc: status.code().unwrap_or(-1),
-                stdout,
-                stderr,
-            },
-            req,
-            "localhost",
-        )
+        let out = ExecOutput {
+            rc: status.code().unwrap_or(-1),
+            stdout,
+            stderr,
+        };
+        // Becoming ourselves ran the command as it is: no sudo or su to check.
+        match &req.become_ {
+            Some(b) if b.user != self.current_user => super::check_sudo(out, req, "localhost"),
+            _ => Ok(out),
+        }
     }
 }
 

@@ -17,15 +17,39 @@ pub mod bounded;
 pub mod fake;
 pub mod local;
 pub mod ssh;
+pub mod su;
 pub mod traced;
 
 /// Privilege escalation for one command.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Become {
     /// The user to become (`root` when not given).
     pub user: String,
-    /// The sudo password, if sudo asks for one. Never logged.
+    /// The become password, if sudo or su asks for one. Never logged.
     pub password: Option<String>,
+    /// How: sudo (the default) or su.
+    pub method: BecomeMethod,
+}
+
+impl std::fmt::Debug for Become {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Become")
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "<hidden>"))
+            .field("method", &self.method)
+            .finish()
+    }
+}
+
+/// The become methods kk drives (`become_method`, `--become-method`,
+/// `ansible_become_method`): Ansible's `sudo` and `su`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BecomeMethod {
+    /// `sudo -u USER`, the password (if asked) on standard input.
+    #[default]
+    Sudo,
+    /// `su USER -c …`, the password answered without a terminal ([`su`]).
+    Su,
 }
 
 /// One shell script to run on a host.
@@ -37,7 +61,7 @@ pub struct ExecRequest {
     pub stdin: Option<Vec<u8>>,
     /// Extra environment variables for the script.
     pub env: Vec<(String, String)>,
-    /// Run as another user (sudo).
+    /// Run as another user (sudo or su).
     pub become_: Option<Become>,
     /// Kill the command and fail when it runs longer.
     pub timeout: Option<Duration>,
@@ -361,7 +385,7 @@ pub fn for_host(
         host: pick(&["ansible_host", "ansible_ssh_host"], "host")?
             .unwrap_or_else(|| name.to_string()),
         port,
-        user: pick(&["ansible_user", "ansible_ssh_user"], "user")?.or_else(|| d.user.clone()),
+        user: login_user(get, d.user.as_deref())?,
         private_key,
         password: pick(&["ansible_password", "ansible_ssh_pass"], "password")?
             .or_else(|| d.password.clone()),
@@ -382,6 +406,29 @@ pub fn for_host(
     };
     let c: Arc<dyn Connection> = Arc::new(ssh::SshConnection::new(settings)?);
     Ok(NulGuard::wrap(traced::Traced::wrap(name, "ssh", c)))
+}
+
+/// The login user of a host: its `ansible_user` (or `ansible_ssh_user`, or KubeKey's
+/// `connector.user`), else `default` (the `remote_user` keyword, `-u`, `ansible.cfg`).
+pub fn login_user(
+    get: &dyn Fn(&str) -> Result<Option<serde_json::Value>>,
+    default: Option<&str>,
+) -> Result<Option<String>> {
+    use serde_json::Value;
+    let text = |v: Value| match v {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    for k in ["ansible_user", "ansible_ssh_user"] {
+        if let Some(v) = get(k)?.filter(|v| !v.is_null()) {
+            return Ok(Some(text(v)));
+        }
+    }
+    let connector = get("connector")?.unwrap_or(Value::Null);
+    if let Some(v) = connector.get("user").filter(|v| !v.is_null()) {
+        return Ok(Some(text(v.clone())));
+    }
+    Ok(default.map(str::to_string))
 }
 
 /// The connection types kk drives (`ansible_connection`, `connector.type`): `local`, and
@@ -501,11 +548,15 @@ impl Connection for NulGuard {
 }
 
 /// Turns sudo's refusal into a clear error instead of a failed command (so a wrong or
-/// missing become password is reported as such, on any connection).
+/// missing become password is reported as such, on any connection); with su, removes su's
+/// prompt from the output or says why su did not run the command ([`su::check`]).
 pub fn check_sudo(out: ExecOutput, req: &ExecRequest, host: &str) -> Result<ExecOutput> {
     let Some(b) = &req.become_ else {
         return Ok(out);
     };
+    if b.method == BecomeMethod::Su {
+        return su::check(out, b, host);
+    }
     if out.rc != 1 {
         return Ok(out);
     }

@@ -14,7 +14,7 @@ use openssh::{Session, Stdio};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
-use super::{shell_quote, Become, Connection, ExecOutput, ExecRequest};
+use super::{shell_quote, Become, BecomeMethod, Connection, ExecOutput, ExecRequest};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Environment variable that turns the `kk` binary into an askpass helper printing the
@@ -364,7 +364,9 @@ impl SshConnection {
         *started = true;
         let mut input = Vec::new();
         if let Some(b) = &req.become_ {
-            if let Some(pw) = &b.password {
+            if b.method == BecomeMethod::Su {
+                input = super::su::input_prefix(b);
+            } else if let Some(pw) = &b.password {
                 input.extend_from_slice(pw.as_bytes());
                 input.push(b'\n');
             }
@@ -475,28 +477,16 @@ impl Drop for SshConnection {
 /// in front as the session leader, because a setuid `sudo` leader's environment cannot
 /// be read by a non-root login user (the reaper finds sessions by their environment).
 fn command_line(req: &ExecRequest, reaper: bool) -> String {
-    let mut line = String::new();
-    if !req.env.is_empty() {
-        line.push_str("env");
-        for (k, v) in &req.env {
-            line.push(' ');
-            line.push_str(&shell_quote(&format!("{}={}", k, v)));
-        }
-        line.push(' ');
-    }
-    if let Some(Become { user, password }) = &req.become_ {
-        if password.is_some() {
-            line.push_str(&format!("sudo -H -S -p '' -u {} -- ", shell_quote(user)));
-        } else {
-            line.push_str(&format!("sudo -H -n -u {} -- ", shell_quote(user)));
-        }
-    }
-    // After sudo, so the timeout may kill what sudo started.
-    if let Some(t) = req.timeout {
-        line.push_str(&format!("timeout -s KILL {} ", t.as_secs().max(1)));
-    }
-    line.push_str("/bin/sh -c ");
-    line.push_str(&shell_quote(&req.script));
+    let line = match req
+        .become_
+        .as_ref()
+        .filter(|b| b.method == BecomeMethod::Su)
+    {
+        // With su, env and timeout run inside su's command, so they reach the target
+        // user's command and the timeout kills what su started.
+        Some(b) => super::su::line(b, &plain_command(req)),
+        None => sudo_command(req),
+    };
     let keep_leader = req.become_.is_some();
     if !reaper && !keep_leader {
         return format!("exec {}", line);
@@ -521,6 +511,49 @@ fn command_line(req: &ExecRequest, reaper: bool) -> String {
     } else {
         format!("exec /bin/sh -c {}", shell_quote(&inner))
     }
+}
+
+/// `env K=V … [timeout -s KILL N] /bin/sh -c SCRIPT`: the request without become.
+fn plain_command(req: &ExecRequest) -> String {
+    let mut line = env_prefix(req);
+    push_timeout_and_script(&mut line, req);
+    line
+}
+
+/// The request with sudo (or none) in front: `env K=V … [sudo …] [timeout …] /bin/sh -c SCRIPT`.
+fn sudo_command(req: &ExecRequest) -> String {
+    let mut line = env_prefix(req);
+    if let Some(Become { user, password, .. }) = &req.become_ {
+        if password.is_some() {
+            line.push_str(&format!("sudo -H -S -p '' -u {} -- ", shell_quote(user)));
+        } else {
+            line.push_str(&format!("sudo -H -n -u {} -- ", shell_quote(user)));
+        }
+    }
+    // After sudo, so the timeout may kill what sudo started.
+    push_timeout_and_script(&mut line, req);
+    line
+}
+
+fn env_prefix(req: &ExecRequest) -> String {
+    let mut line = String::new();
+    if !req.env.is_empty() {
+        line.push_str("env");
+        for (k, v) in &req.env {
+            line.push(' ');
+            line.push_str(&shell_quote(&format!("{}={}", k, v)));
+        }
+        line.push(' ');
+    }
+    line
+}
+
+fn push_timeout_and_script(line: &mut String, req: &ExecRequest) {
+    if let Some(t) = req.timeout {
+        line.push_str(&format!("timeout -s KILL {} ", t.as_secs().max(1)));
+    }
+    line.push_str("/bin/sh -c ");
+    line.push_str(&shell_quote(&req.script));
 }
 
 /// Starts [`REAPER`] (passed as `$1`) in its own session, detached from the channel, with
@@ -582,9 +615,16 @@ impl Connection for SshConnection {
         self.ensure_open(false).await?;
         let mut owned;
         let mut req = req;
+        // As Ansible (`become_allow_same_user` off): becoming the login user is no become.
+        if req.become_.as_ref().map(|b| Some(&b.user)) == Some(self.settings.user.as_ref()) {
+            owned = req.clone();
+            owned.become_ = None;
+            req = &owned;
+        }
         if let Some(Become {
             user,
             password: Some(_),
+            method: BecomeMethod::Sudo,
         }) = &req.become_
         {
             let known = self.sudo_nopasswd.lock().await.get(user).copied();
@@ -711,6 +751,7 @@ mod tests {
         req.become_ = Some(Become {
             user: "root".into(),
             password: None,
+            ..Default::default()
         });
         let inner = "env 'A=x y' sudo -H -n -u root -- timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''\nexit $?";
         assert_eq!(

@@ -4,12 +4,14 @@
 //!
 //! kk has no wrapper process on the host: the job is a task of kk's own, driving the
 //! module over the host's connection like any task; it writes the started record first
-//! and the module's result (or `Timeout exceeded` after `async` seconds) when it ends.
-//! With `poll: N > 0` the task waits for its job and returns the module's result with
-//! the job's keys, then removes the status file (Ansible's automatic cleanup); with
+//! and the module's result when it ends (or `Timeout exceeded` when Ansible's wrapper
+//! would kill it).
+//! With `poll: N > 0` the task looks at its job every N seconds for `async` seconds
+//! and returns the module's result with the job's keys, then removes the status file
+//! (Ansible's automatic cleanup), or fails as Ansible's poll loop does; with
 //! `poll: 0` it returns at once and `async_status` reads the file later. A job is kk's
 //! work, so before a run ends kk waits for its fire-and-forget jobs still running (each
-//! ends by its `async` limit at the latest): the host ends as under Ansible, whose
+//! ends when Ansible's wrapper would kill it at the latest): the host ends as under Ansible, whose
 //! wrapper carries on alone there, only the run lasts until the jobs are done.
 
 use std::time::Duration;
@@ -122,9 +124,18 @@ pub(super) async fn run(
     .await?;
     let ctx = mctx.clone();
     let job_id = jid.clone();
-    let secs = spec.secs;
+    // Ansible's async_wrapper first looks at its job after 5 s, then every 5 s, and at
+    // the first look once `async` seconds are used up (5 + 5·⌈async/5⌉ s) records
+    // `Timeout exceeded` and kills it — also when the job ended since the look before.
+    let kill_at = Duration::from_secs(5 + spec.secs.div_ceil(5) * 5);
     let job = tokio::spawn(async move {
-        let res = match tokio::time::timeout(Duration::from_secs(secs), imp.run(&ctx, args)).await {
+        let start = tokio::time::Instant::now();
+        let run = tokio::time::timeout(kill_at, imp.run(&ctx, args)).await;
+        let res = match run {
+            _ if start.elapsed() + Duration::from_secs(5) > kill_at => {
+                tokio::time::sleep_until(start + kill_at).await;
+                timed_out()
+            }
             Ok(Ok(r)) => r,
             Ok(Err(e)) => ModuleResult::failed(e.result_message()),
             Err(_) => timed_out(),
@@ -145,6 +156,26 @@ pub(super) async fn run(
         for k in ["stdout", "stderr", "stdout_lines", "stderr_lines"] {
             r.data.remove(k);
         }
+        return Ok(r);
+    }
+    // Ansible's poll loop: look every `poll` seconds until the job is done or `async`
+    // seconds of polls are spent; a job still running then goes on in the background.
+    let mut time_left = spec.secs;
+    while time_left > 0 && !job.is_finished() {
+        tokio::time::sleep(Duration::from_secs(spec.poll)).await;
+        if job.is_finished() {
+            break;
+        }
+        time_left = time_left.saturating_sub(spec.poll);
+    }
+    if !job.is_finished() {
+        JOBS.lock().unwrap_or_else(|e| e.into_inner()).push(job);
+        let status = crate::modules::async_status::job_status(mctx, &jid).await?;
+        let mut r = ModuleResult::failed(format!(
+            "async task did not complete within the requested time - {}s",
+            spec.secs
+        ));
+        r.data.insert("async_result".into(), status.to_value());
         return Ok(r);
     }
     let mut res = match job.await {

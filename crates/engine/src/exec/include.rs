@@ -15,6 +15,9 @@ use crate::project::{Task, TaskKind};
 use crate::report::{Event, Status};
 use crate::vars::VarMap;
 
+/// include_role's `tasks_from`, `vars_from`, `defaults_from`, `handlers_from`, rendered.
+type Froms = [Option<String>; 4];
+
 /// One include on the way to a point of the task tree: what it included and whether it
 /// could have stopped (a condition, a loop, a templated name).
 #[derive(Debug, Clone)]
@@ -93,7 +96,7 @@ impl Runner {
                 task: t.display_name(),
                 path: format!("{}:{}", t.span.path().display(), t.span.line),
             });
-            let mut groups: Vec<(String, Value, Vec<String>)> = Vec::new();
+            let mut groups: Vec<(String, Value, Vec<String>, Froms)> = Vec::new();
             for h in &hosts {
                 let view = self.view(&pc, &own, h, None, &hv);
                 let ctx = view.context();
@@ -184,14 +187,23 @@ impl Runner {
                             continue;
                         }
                     };
+                    // include_role's *_from names are templated too.
+                    let froms = match self.role_froms(&t, &ictx) {
+                        Ok(f) => f,
+                        Err(e) => {
+                            self.include_failed(&pc, &t, h, e.at(&t.span));
+                            host_failed = true;
+                            continue;
+                        }
+                    };
                     item_results.push(Value::Object(item_result));
                     let key = Value::Object(top);
                     match groups
                         .iter_mut()
-                        .find(|(f, k, _)| *f == target && *k == key)
+                        .find(|(f, k, _, fr)| *f == target && *k == key && *fr == froms)
                     {
-                        Some((_, _, hs)) => hs.push(h.clone()),
-                        None => groups.push((target, key, vec![h.clone()])),
+                        Some((_, _, hs, _)) => hs.push(h.clone()),
+                        None => groups.push((target, key, vec![h.clone()], froms)),
                     }
                 }
                 if !host_failed {
@@ -209,8 +221,10 @@ impl Runner {
                     }
                     _ => false,
                 };
-            for (target, item_vars, group_hosts) in groups {
+            for (target, item_vars, mut group_hosts, froms) in groups {
+                let [tasks_from, vars_from, defaults_from, handlers_from] = &froms;
                 let mut s = child_scope.clone();
+                let mut done_key = None;
                 if let Value::Object(m) = &item_vars {
                     if !m.is_empty() {
                         s.vars.push(Arc::new(m.clone()));
@@ -234,15 +248,17 @@ impl Runner {
                         }
                     }
                     TaskKind::IncludeRole {
-                        tasks_from,
-                        vars_from,
-                        defaults_from,
                         rolespec_validate,
+                        apply,
+                        public,
+                        allow_duplicates,
                         ..
                     } => {
+                        // The include's vars are include params to its tasks (ansible-core's
+                        // precedence: above task, block and `apply` vars, and set_fact).
                         match self.loader.load_role(
                             &target,
-                            VarMap::new(),
+                            (*t.attrs.vars).clone(),
                             &t.dir,
                             &t.span,
                             defaults_from.as_deref().unwrap_or("main"),
@@ -260,11 +276,52 @@ impl Runner {
                                             d,
                                             &t.span,
                                             validate,
+                                            handlers_from.as_deref().unwrap_or("main"),
                                         )
                                     })
                                     .map(|(tasks, handlers)| {
-                                        self.add_included_handlers(&pc, &scope_role, handlers);
-                                        tasks
+                                        self.add_included_handlers(
+                                            &pc,
+                                            &scope_role,
+                                            handlers_from.as_deref(),
+                                            handlers,
+                                        );
+                                        pc.note_included_role(&scope_role, &tasks, *public);
+                                        // ansible-core's role identity: its files, parameters and vars.
+                                        let key = format!(
+                                            "{}|{:?}|{:?}|{:?}|{:?}|{}|{}",
+                                            scope_role.role.path.display(),
+                                            tasks_from,
+                                            vars_from,
+                                            defaults_from,
+                                            handlers_from,
+                                            Value::Object((*scope_role.params).clone()),
+                                            Value::Object((*t.attrs.vars).clone()),
+                                        );
+                                        if !*allow_duplicates {
+                                            let done = pc.roles_done.lock().unwrap();
+                                            group_hosts.retain(|h| {
+                                                !done.contains(&(h.clone(), key.clone()))
+                                            });
+                                        }
+                                        done_key = Some(key);
+                                        match apply {
+                                            // `apply`: a block with those keywords around the role's tasks.
+                                            Some(a) => vec![Task {
+                                                name: None,
+                                                kind: TaskKind::Block {
+                                                    block: tasks,
+                                                    rescue: Vec::new(),
+                                                    always: Vec::new(),
+                                                    role: None,
+                                                },
+                                                attrs: (**a).clone(),
+                                                own: Default::default(),
+                                                span: t.span.clone(),
+                                                dir: t.dir.clone(),
+                                            }],
+                                            None => tasks,
+                                        }
                                     });
                                 s.roles.push(scope_role);
                                 r
@@ -274,6 +331,11 @@ impl Runner {
                     }
                     _ => Ok(Vec::new()),
                 };
+                // Roles the included file imported bring their handlers too.
+                let imported = crate::project::take_imported_handlers();
+                if !imported.is_empty() {
+                    pc.included_handlers.write().unwrap().extend(imported);
+                }
                 let tasks = tasks.and_then(|ts| {
                     crate::modules::validate::check_tasks(&ts)?;
                     crate::project::check_notify(&ts, &pc.handlers())?;
@@ -282,8 +344,13 @@ impl Runner {
                 match tasks {
                     Ok(tasks) => {
                         self.clone()
-                            .run_list(pc.clone(), tasks, group_hosts, s)
-                            .await
+                            .run_list(pc.clone(), tasks, group_hosts.clone(), s)
+                            .await;
+                        if let Some(key) = done_key {
+                            let ran = self.active(&pc, &group_hosts);
+                            let mut done = pc.roles_done.lock().unwrap();
+                            done.extend(ran.into_iter().map(|h| (h, key.clone())));
+                        }
                     }
                     Err(e) => {
                         for h in &group_hosts {
@@ -295,25 +362,48 @@ impl Runner {
         })
     }
 
-    /// Adds an included role's handlers to the play's, once per role.
+    /// include_role's `tasks_from`, `vars_from`, `defaults_from` and `handlers_from`,
+    /// rendered with the include's variables (ansible-core templates them).
+    fn role_froms(&self, t: &Task, ctx: &minijinja::Value) -> crate::error::Result<Froms> {
+        let TaskKind::IncludeRole {
+            tasks_from,
+            vars_from,
+            defaults_from,
+            handlers_from,
+            ..
+        } = &t.kind
+        else {
+            return Ok(Default::default());
+        };
+        let render = |f: &Option<String>| -> crate::error::Result<Option<String>> {
+            match f {
+                Some(s) if crate::template::is_template(s) => Ok(Some(value_text(
+                    &self.templar.render_value(&Value::String(s.clone()), ctx)?,
+                ))),
+                other => Ok(other.clone()),
+            }
+        };
+        Ok([
+            render(tasks_from)?,
+            render(vars_from)?,
+            render(defaults_from)?,
+            render(handlers_from)?,
+        ])
+    }
+
+    /// Adds an included role's handlers to the play's, once per role and handlers file.
     fn add_included_handlers(
         &self,
         pc: &PlayCtx,
         role: &crate::project::RoleScope,
+        from: Option<&str>,
         handlers: Vec<Task>,
     ) {
-        let mut known = pc.included_handlers.write().unwrap();
-        let path_of = |h: &Task| match &h.kind {
-            TaskKind::Block { role: Some(r), .. } => Some(r.role.path.clone()),
-            _ => None,
-        };
-        if known
-            .iter()
-            .any(|h| path_of(h).as_ref() == Some(&role.role.path))
-        {
+        let key = (role.role.path.clone(), from.unwrap_or("main").to_string());
+        if !pc.included_handler_files.lock().unwrap().insert(key) {
             return;
         }
-        known.extend(handlers);
+        pc.included_handlers.write().unwrap().extend(handlers);
     }
 
     /// Reports what an include did on a host: included (ok) or skipped by its condition.

@@ -30,6 +30,11 @@ fn strip_omit(v: Value) -> Option<Value> {
     }
 }
 
+/// A connection variable that overrides a become keyword, when set (and not null).
+fn become_var(view: &Arc<VarView>, name: &str) -> crate::error::Result<Option<Value>> {
+    Ok(view.get_json(name)?.filter(|v| !v.is_null()))
+}
+
 /// One item's status, result and side effects.
 pub(super) type ItemResult = (Status, Value, Extras);
 
@@ -67,6 +72,8 @@ pub(super) fn item_error(e: Error) -> ItemResult {
     let mut r = json!({"failed": true, "changed": false, "msg": e.result_message()});
     if status == Status::Unreachable {
         r["unreachable"] = Value::Bool(true);
+    } else {
+        r["exception"] = Value::from(modules::NO_TRACEBACK);
     }
     (status, r, Extras::default())
 }
@@ -265,12 +272,16 @@ impl Runner {
             },
         };
         let conn_host = delegate.clone().unwrap_or_else(|| host.to_string());
+        let remote_user = match self.keyword(&inner.attrs.remote_user, &ctx) {
+            Ok(u) => u,
+            Err(e) => return err(e.at(&t.span)),
+        };
         let conn = if conn_host == host {
-            self.connection(host, view)
+            self.connection(host, view, remote_user)
         } else {
             let hv = self.hostvars(pc.vars.clone());
             let dview = self.view(pc, &Scope::default(), &conn_host, None, &hv);
-            self.connection(&conn_host, &dview)
+            self.connection(&conn_host, &dview, remote_user)
         };
         let conn = match conn {
             Ok(c) => c,
@@ -283,12 +294,54 @@ impl Runner {
             };
         }
         extras.delegated = delegate;
-        let become_ = match self.flag(&inner.attrs.become_, &ctx) {
-            Ok(true) => {
-                if let Err(e) = self.keyword(&inner.attrs.become_method, &ctx) {
-                    return err(e.at(&t.span));
+        // Ansible's rule: the connection variables (`ansible_become`,
+        // `ansible_become_user`, `ansible_become_method`) win over the keywords.
+        let become_on = match become_var(view, "ansible_become") {
+            Ok(Some(v)) => match crate::ansible::to_bool(&v) {
+                Some(b) => Ok(b),
+                None => {
+                    return err(Error::new(
+                        ErrorKind::Runtime,
+                        format!("ansible_become is {}, not a boolean", v),
+                    )
+                    .help("set ansible_become to true or false")
+                    .at(&t.span))
                 }
-                let user = match self.keyword(&inner.attrs.become_user, &ctx) {
+            },
+            Ok(None) => self.flag(&inner.attrs.become_, &ctx),
+            Err(e) => Err(e),
+        };
+        let become_ = match become_on {
+            Ok(true) => {
+                let method = match become_var(view, "ansible_become_method") {
+                    Ok(Some(v)) => {
+                        use crate::project::KeywordValue;
+                        match crate::connect::BecomeMethod::from_value(&v) {
+                            Ok(m) => Ok(Some(m)),
+                            Err(_) => Err(Error::new(
+                                ErrorKind::Runtime,
+                                format!(
+                                    "ansible_become_method is {}: kk supports {}",
+                                    v,
+                                    crate::connect::BecomeMethod::EXPECTED
+                                ),
+                            )
+                            .help("use sudo or su")),
+                        }
+                    }
+                    Ok(None) => self.keyword(&inner.attrs.become_method, &ctx),
+                    Err(e) => Err(e),
+                };
+                let method = match method {
+                    Ok(m) => m.unwrap_or_default(),
+                    Err(e) => return err(e.at(&t.span)),
+                };
+                let user = match become_var(view, "ansible_become_user") {
+                    Ok(Some(v)) => Ok(Some(value_text(&v))),
+                    Ok(None) => self.keyword(&inner.attrs.become_user, &ctx),
+                    Err(e) => Err(e),
+                };
+                let user = match user {
                     Ok(u) => u.unwrap_or_else(|| "root".into()),
                     Err(e) => return err(e.at(&t.span)),
                 };
@@ -319,7 +372,11 @@ impl Runner {
                     })
                     .filter(|v| !v.is_null())
                     .map(|v| value_text(&v));
-                Some(Become { user, password })
+                Some(Become {
+                    user,
+                    password,
+                    method,
+                })
             }
             Ok(false) => None,
             Err(e) => return err(e.at(&t.span)),
@@ -486,7 +543,8 @@ impl Runner {
         let err = |e: Error| Some(item_error(e));
         {
             let mut value = res.to_value();
-            if self.opts.diff && !res.diffs.is_empty() {
+            // A module that gives its diff in Ansible's shape keeps it.
+            if self.opts.diff && !res.diffs.is_empty() && !res.data.contains_key("diff") {
                 value["diff"] = Value::Array(res.diffs.iter().map(|d| json!({"before_header": d.before_header, "after_header": d.after_header, "before": d.before, "after": d.after})).collect());
             }
             // changed_when / failed_when / until see the result under the register name.
@@ -511,6 +569,12 @@ impl Runner {
                         Ok(b) => {
                             value["failed"] = Value::Bool(b);
                             value["failed_when_result"] = Value::Bool(b);
+                            // Ansible keeps the exception of a failure failed_when overrules.
+                            if let (false, Some(obj)) = (b, value.as_object_mut()) {
+                                if let Some(x) = obj.remove("exception") {
+                                    obj.insert("failed_when_suppressed_exception".into(), x);
+                                }
+                            }
                         }
                         Err(e) => return err(e.at(&t.span).note("in `failed_when`")),
                     }
@@ -535,6 +599,11 @@ impl Runner {
                 .get("failed")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
+            // Every failed result has one in Ansible (failed_when: true and until included).
+            if let (true, Some(obj)) = (failed, value.as_object_mut()) {
+                obj.entry("exception")
+                    .or_insert(modules::NO_TRACEBACK.into());
+            }
             let changed = value
                 .get("changed")
                 .and_then(Value::as_bool)

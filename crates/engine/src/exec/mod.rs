@@ -28,6 +28,7 @@ mod item;
 mod listing;
 mod loop_items;
 mod play;
+mod role_magic;
 mod start_at;
 pub mod tags;
 mod task;
@@ -151,6 +152,7 @@ impl Scope {
                 become_: inherit(&a.become_, &o.become_),
                 become_user: inherit(&a.become_user, &o.become_user),
                 become_method: inherit(&a.become_method, &o.become_method),
+                remote_user: inherit(&a.remote_user, &o.remote_user),
                 environment: None,
                 ignore_errors: inherit(&a.ignore_errors, &o.ignore_errors),
                 ignore_unreachable: inherit(&a.ignore_unreachable, &o.ignore_unreachable),
@@ -212,6 +214,19 @@ struct PlayCtx {
     abort: AtomicBool,
     /// Handlers of roles `include_role` loaded during the play (after the play's own).
     included_handlers: RwLock<Vec<crate::project::Task>>,
+    /// The roles of the play for its role magic variables (grows with `include_role`).
+    role_names: RwLock<role_magic::RoleNames>,
+    /// Roles `include_role` loaded with `public: true`: their defaults and vars are seen
+    /// by every later task of the play.
+    public_roles: RwLock<Vec<RoleScope>>,
+    /// (host, role identity) of each role `include_role` ran on a host, for
+    /// `allow_duplicates: false`.
+    roles_done: Mutex<std::collections::HashSet<(String, String)>>,
+    /// The play has an `include_role`: its literal `notify` names are checked when
+    /// notified (the role's handlers join the play then), not when it loaded.
+    notify_at_run: bool,
+    /// (role path, handlers file) of the included roles whose handlers joined the play.
+    included_handler_files: Mutex<std::collections::HashSet<(PathBuf, String)>>,
 }
 
 impl PlayCtx {
@@ -418,15 +433,33 @@ impl Runner {
         f(hosts.entry(host.to_string()).or_default())
     }
 
-    /// The connection to a host, opened on first use and kept for the run.
-    fn connection(&self, host: &str, view: &Arc<VarView>) -> Result<Arc<dyn Connection>> {
+    /// The connection to a host as its login user, opened on first use and kept for the
+    /// run: one per host and user (`remote_user`, or a play's `ansible_user`, may change
+    /// the user from task to task). `remote_user` is the task's keyword, below the host's
+    /// `ansible_user` and above `-u`, as in Ansible.
+    fn connection(
+        &self,
+        host: &str,
+        view: &Arc<VarView>,
+        remote_user: Option<String>,
+    ) -> Result<Arc<dyn Connection>> {
+        let get = |k: &str| view.get_json(k);
+        let default_user = remote_user.or_else(|| self.connect_opts.defaults.user.clone());
+        let user = crate::connect::login_user(&get, default_user.as_deref())?;
+        let key = format!("{}\n{}", host, user.as_deref().unwrap_or(""));
         // Held while creating, so concurrent tasks (delegate_to) share one connection.
         let mut conns = self.conns.lock().unwrap();
-        if let Some(c) = conns.get(host) {
+        if let Some(c) = conns.get(&key) {
             return Ok(c.clone());
         }
-        let c = crate::connect::for_host(host, &|k| view.get_json(k), &self.connect_opts)?;
-        conns.insert(host.to_string(), c.clone());
+        let c = if default_user == self.connect_opts.defaults.user {
+            crate::connect::for_host(host, &get, &self.connect_opts)?
+        } else {
+            let mut opts = self.connect_opts.clone();
+            opts.defaults.user = default_user;
+            crate::connect::for_host(host, &get, &opts)?
+        };
+        conns.insert(key, c.clone());
         Ok(c)
     }
 

@@ -240,7 +240,14 @@ impl Runner {
         for list in [&play.roles, &play.pre_tasks, &play.tasks, &play.post_tasks] {
             collect_static_roles(list, &mut role_defaults, &mut role_vars);
         }
-        let magic = self.play_magic(all, &name);
+        let mut magic = self.play_magic(all, &name);
+        let role_names = super::role_magic::RoleNames::of_static(&[
+            &play.roles,
+            &play.pre_tasks,
+            &play.tasks,
+            &play.post_tasks,
+        ]);
+        role_names.insert_into(&mut magic);
         Ok(PlayCtx {
             play: play.clone(),
             kw: kw.clone(),
@@ -255,6 +262,13 @@ impl Runner {
             batch_size,
             abort: AtomicBool::new(false),
             included_handlers: RwLock::new(Vec::new()),
+            role_names: RwLock::new(role_names),
+            public_roles: RwLock::new(Vec::new()),
+            roles_done: Default::default(),
+            included_handler_files: Default::default(),
+            notify_at_run: [&play.pre_tasks, &play.roles, &play.tasks, &play.post_tasks]
+                .iter()
+                .any(|l| crate::project::includes_roles(l)),
         })
     }
 
@@ -359,7 +373,7 @@ fn collect_static_roles(
             role,
         } = &t.kind
         {
-            if let Some(r) = role {
+            if let Some(r) = role.as_ref().filter(|r| r.public) {
                 if !defaults.iter().any(|d| Arc::ptr_eq(d, &r.role.defaults)) {
                     defaults.push(r.role.defaults.clone());
                     vars.push(r.role.vars.clone());

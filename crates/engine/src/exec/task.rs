@@ -387,9 +387,9 @@ impl Runner {
         });
     }
 
-    /// A changed task whose templated `notify` renders to a name no handler answers to
-    /// fails on the host (ansible-core stops the run: "The requested handler … was not
-    /// found"); literal names were checked when the play loaded.
+    /// A changed task whose `notify` names (rendered) a handler none answers to fails on
+    /// the host (ansible-core stops the run: "The requested handler … was not found");
+    /// literal names were checked when the play loaded, unless it has an `include_role`.
     fn check_rendered_notify(
         self: &Arc<Self>,
         pc: &PlayCtx,
@@ -398,9 +398,11 @@ impl Runner {
         o: &mut HostOutcome,
     ) {
         let changed = o.result.get("changed").and_then(Value::as_bool) == Some(true);
+        let templated = t.own.notify.iter().any(|n| crate::template::is_template(n));
         if !changed
             || o.status == Status::Failed
-            || !t.own.notify.iter().any(|n| crate::template::is_template(n))
+            || t.own.notify.is_empty()
+            || !(templated || pc.notify_at_run)
         {
             return;
         }

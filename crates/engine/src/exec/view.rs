@@ -150,14 +150,20 @@ impl Runner {
             .unwrap_or_else(|| Value::from(host));
         let mut conn = VarMap::new();
         conn.insert("ansible_host".into(), address);
+        let public = pc.public_roles.read().unwrap().clone();
         p.add(Level::RoleDefaults, Arc::new(conn))
             .extend(Level::RoleDefaults, pc.role_defaults.iter().cloned())
+            .extend(
+                Level::RoleDefaults,
+                public.iter().map(|r| r.role.defaults.clone()),
+            )
             .extend(
                 Level::RoleDefaults,
                 scope.roles.iter().map(|r| r.role.defaults.clone()),
             )
             .extend(Level::VarsFiles, pc.host_vars_files.get(host).cloned())
             .extend(Level::RoleVars, pc.role_vars.iter().cloned())
+            .extend(Level::RoleVars, public.iter().map(|r| r.role.vars.clone()))
             .extend(
                 Level::RoleVars,
                 scope.roles.iter().map(|r| r.role.vars.clone()),
@@ -186,7 +192,10 @@ impl Runner {
                 .skip(1)
                 .map(|r| r.role.name.clone())
                 .collect();
-            m.insert("ansible_parent_role_names".into(), Value::from(parents));
+            // ansible-core defines it only for a role included from inside another role.
+            if !parents.is_empty() {
+                m.insert("ansible_parent_role_names".into(), Value::from(parents));
+            }
             values.push(Arc::new(m));
         }
         values.push(pc.play_hosts.read().unwrap().clone());

@@ -113,7 +113,9 @@ impl Inventory {
                             ));
                         }
                         self.groups.entry(child.clone()).or_default();
-                        if gname != ALL {
+                        if gname == ALL {
+                            self.all_children.insert(child.clone());
+                        } else {
                             let g = self.groups.entry(gname.to_string()).or_default();
                             g.children
                                 .entry(child.clone())

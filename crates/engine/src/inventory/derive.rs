@@ -277,7 +277,7 @@ impl Inventory {
     }
 
     /// Depth of every group below `all`: 1 for top-level groups, else one more than its deepest parent.
-    fn depths(&self) -> HashMap<String, usize> {
+    pub(super) fn depths(&self) -> HashMap<String, usize> {
         let mut parents: HashMap<&str, Vec<&str>> = HashMap::new();
         for (g, def) in &self.groups {
             for (c, _) in &def.children {
@@ -332,7 +332,7 @@ fn normalized(p: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// A group's `ansible_group_priority` (1 when unset), which orders groups of the same depth.
-fn priority(vars: &VarMap) -> i64 {
+pub(super) fn priority(vars: &VarMap) -> i64 {
     match vars.get("ansible_group_priority") {
         Some(Value::Number(n)) => n.as_i64().unwrap_or(1),
         Some(Value::String(s)) => s.trim().parse().unwrap_or(1),

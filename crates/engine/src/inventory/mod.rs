@@ -23,18 +23,24 @@ use crate::vars::VarMap;
 use crate::yaml::{Node, Yaml};
 
 mod ansible;
+mod constructed;
 mod derive;
+mod generator;
 mod ini;
 mod kubekey;
 mod node;
+mod plugins;
 mod pyliteral;
 mod ranges;
+mod script;
 mod sources;
+mod toml_form;
 mod vars_files;
 
 pub mod pattern;
 
 pub use pattern::LOCALHOST_NAMES;
+pub use plugins::SourceOptions;
 pub use sources::is_host_list;
 
 /// A host as the inventory defines it.
@@ -68,6 +74,10 @@ pub struct Inventory {
     all_direct: IndexSet<String>,
     /// Variables for every host (`spec.vars` / `all.vars`).
     all_vars: VarMap,
+    /// Groups a source made children of `all` itself (YAML `all: {children}`, a script's
+    /// `all.children`): before every source is read, only their hosts see `all`'s
+    /// variables in a constructed file, as in Ansible.
+    all_children: IndexSet<String>,
     /// User groups in first-seen order; never `all`.
     groups: IndexMap<String, GroupDef>,
     /// Resolved members of every group, `all` and `ungrouped` first.
@@ -84,6 +94,9 @@ pub struct Inventory {
     vars_files: vars_files::VarsFiles,
     /// A KubeKey `kind: Inventory` was loaded: its layers deep-merge (design §3).
     kubekey_form: bool,
+    /// What loading has to tell the user (an inventory script's standard error, which
+    /// Ansible shows even when the script succeeds), for the command to print.
+    notices: Vec<String>,
 }
 
 /// The most hosts an inventory may define: a few lines of host ranges (`h[00000:99999]`)
@@ -116,6 +129,7 @@ impl Inventory {
             hosts: IndexMap::new(),
             all_direct: IndexSet::new(),
             all_vars: VarMap::new(),
+            all_children: IndexSet::new(),
             groups: IndexMap::new(),
             members: IndexMap::new(),
             group_names: HashMap::new(),
@@ -124,6 +138,7 @@ impl Inventory {
             play_dir: None,
             vars_files: vars_files::VarsFiles::default(),
             kubekey_form: false,
+            notices: Vec::new(),
         }
     }
 
@@ -198,6 +213,11 @@ impl Inventory {
                 );
             }
         }
+    }
+
+    /// Takes what loading has to tell the user (see `notices`), once.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
     }
 
     // ---------------------------------------------------------------- queries

@@ -23,7 +23,7 @@ pub(super) fn expand_host(raw: &str, span: &Span) -> Result<(Vec<String>, Option
     }
     // `host:port`, but not IPv6 addresses (more than one colon) nor ranges (`[1:3]`).
     if let Some((h, p)) = name.rsplit_once(':') {
-        if !h.contains(':')
+        if !outside_brackets(h).contains(':')
             && !p.contains(']')
             && !p.is_empty()
             && p.bytes().all(|b| b.is_ascii_digit())
@@ -43,6 +43,22 @@ pub(super) fn expand_host(raw: &str, span: &Span) -> Result<(Vec<String>, Option
             .help("ranges are written `web[01:10]`, `web[1:10:2]` (step) or `db-[a:f]`")
     })?;
     Ok((names, port))
+}
+
+/// The text of a host key without its `[range]` parts, so `node[01:03]:2222` is seen as
+/// `node:2222` when looking for a port.
+fn outside_brackets(s: &str) -> String {
+    let mut depth = 0usize;
+    s.chars()
+        .filter(|c| {
+            match c {
+                '[' => depth += 1,
+                ']' => depth = depth.saturating_sub(1),
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect()
 }
 
 /// Rejects host names that host patterns could not select.

@@ -8,19 +8,10 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result, SourceFile, Span};
 use crate::vars::VarMap;
-use crate::yaml::Yaml;
 
+use super::plugins::{short_name, Ignore, SourceOptions};
 use super::ranges::{check_host_name, expand_host};
 use super::Inventory;
-
-/// File name endings Ansible skips in an inventory directory (`INVENTORY_IGNORE_EXTS`:
-/// `REJECT_EXTS` plus `.orig`, `.cfg`, `.retry`).
-const IGNORED_ENDINGS: &[&str] = &[
-    ".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst", ".orig", ".cfg", ".retry",
-];
-
-/// Entries of an inventory directory that are never inventories.
-const IGNORED_NAMES: &[&str] = &["host_vars", "group_vars", "vars_plugins"];
 
 /// How deep inventory directories may nest.
 const MAX_DIR_DEPTH: usize = 32;
@@ -35,11 +26,21 @@ impl Inventory {
     /// Loads `-i` sources in order into one inventory; group_vars/ and host_vars/ next to
     /// each path source are read for its hosts and groups.
     pub fn load_sources<S: AsRef<str>>(sources: &[S]) -> Result<Inventory> {
+        Inventory::load_sources_with(sources, &SourceOptions::default())
+    }
+
+    /// [`Inventory::load_sources`] with Ansible's inventory settings (`enable_plugins`,
+    /// `ignore_extensions`, `ignore_patterns`) as ansible.cfg gives them.
+    pub fn load_sources_with<S: AsRef<str>>(
+        sources: &[S],
+        opts: &SourceOptions,
+    ) -> Result<Inventory> {
+        let ignore = opts.ignore()?;
         let mut inv = Inventory::blank();
         for s in sources {
             let s = s.as_ref();
             if is_host_list(s) {
-                inv.add_host_list(s)?;
+                inv.add_host_list(s, opts)?;
                 continue;
             }
             let path = Path::new(s);
@@ -50,7 +51,7 @@ impl Inventory {
                 )
                 .help("give an inventory file, a directory of them, or hosts separated by commas (`host1,host2,`)"));
             }
-            inv.add_path(path, 0)?;
+            inv.add_path(path, 0, opts, &ignore)?;
             let dir = if path.is_dir() {
                 path.to_path_buf()
             } else {
@@ -65,9 +66,15 @@ impl Inventory {
         Ok(inv)
     }
 
-    fn add_path(&mut self, path: &Path, depth: usize) -> Result<()> {
+    fn add_path(
+        &mut self,
+        path: &Path,
+        depth: usize,
+        opts: &SourceOptions,
+        ignore: &Ignore,
+    ) -> Result<()> {
         if !path.is_dir() {
-            return self.add_file(path);
+            return self.add_file(path, opts);
         }
         if depth > MAX_DIR_DEPTH {
             return Err(Error::new(
@@ -89,59 +96,33 @@ impl Inventory {
         names.sort();
         for name in names {
             let n = name.to_string_lossy();
-            if n.starts_with('.')
-                || IGNORED_NAMES.contains(&n.as_ref())
-                || IGNORED_ENDINGS.iter().any(|e| n.ends_with(e))
-            {
+            if ignore.skips(&n) {
                 continue;
             }
-            self.add_path(&path.join(&name), depth + 1)?;
+            self.add_path(&path.join(&name), depth + 1, opts, ignore)?;
         }
         Ok(())
     }
 
-    /// One inventory file. Like Ansible's plugin order: YAML first for `.yaml`, `.yml`,
-    /// `.json` and names without an extension, INI when that is not a YAML mapping.
-    fn add_file(&mut self, path: &Path) -> Result<()> {
-        let text = crate::error::read_file(path)?;
-        let file = SourceFile::new(path, text);
-        let ext = path
-            .extension()
-            .map(|e| e.to_string_lossy().to_ascii_lowercase());
-        let yaml_like = matches!(ext.as_deref(), None | Some("yaml" | "yml" | "json"));
-        if !yaml_like {
-            return self.load_ini(&file);
-        }
-        let yaml_err = match crate::yaml::parse(file.clone()) {
-            Ok(node) if matches!(node.value, Yaml::Map(_)) => {
-                let is_kubekey = node.get("kind").is_some()
-                    || (node.get("apiVersion").is_some() && node.get("spec").is_some());
-                return if is_kubekey {
-                    self.load_kubekey(&node)
-                } else {
-                    self.load_ansible(&node)
-                };
+    /// `-i h1,h2:2222,`: ungrouped hosts with a port when given, read by the first of
+    /// Ansible's `host_list` (no ranges: `web[1:3]` is one host of that name) and
+    /// `advanced_host_list` (ranges expanded) that is enabled.
+    fn add_host_list(&mut self, list: &str, opts: &SourceOptions) -> Result<()> {
+        let advanced = match opts
+            .enabled
+            .iter()
+            .map(|p| short_name(p))
+            .find(|p| matches!(*p, "host_list" | "advanced_host_list"))
+        {
+            Some(p) => p == "advanced_host_list",
+            None => {
+                return Err(Error::new(
+                    ErrorKind::Options,
+                    format!("inventory source `{}` is a host list, but neither host_list nor advanced_host_list is an enabled inventory plugin", list),
+                )
+                .help("add host_list to ansible.cfg's `[inventory] enable_plugins`"))
             }
-            Ok(node) => node
-                .expected("an inventory mapping")
-                .help("write either `kind: Inventory` with `spec: {hosts, groups, vars}` (KubeKey), `all: {hosts, children, vars}` (Ansible YAML) or Ansible's INI form"),
-            Err(e) => e,
         };
-        // Not YAML: INI, on a copy, so a failed attempt leaves nothing behind.
-        let mut attempt = self.clone();
-        match attempt.load_ini(&file) {
-            Ok(()) => {
-                *self = attempt;
-                Ok(())
-            }
-            // A file without an extension is most likely INI (`hosts`): its error is the one to show.
-            Err(ini_err) if ext.is_none() => Err(ini_err),
-            Err(_) => Err(yaml_err),
-        }
-    }
-
-    /// `-i h1,h2:2222,`: ungrouped hosts, a port when given, no ranges (Ansible's host_list).
-    fn add_host_list(&mut self, list: &str) -> Result<()> {
         let file = SourceFile::new("-i", list);
         let span = Span {
             file,
@@ -152,21 +133,28 @@ impl Inventory {
             if self.hosts.contains_key(h) {
                 continue;
             }
-            let mut vars = VarMap::new();
-            let name = match expand_host(h, &span) {
+            let expanded = expand_host(h, &span);
+            let (names, port) = match expanded {
+                Ok((names, port)) if advanced => (names, port),
                 Ok((names, port)) if names.len() == 1 && !h.contains('[') || h.starts_with('[') => {
-                    if let Some(p) = port {
-                        vars.insert("ansible_port".into(), p.into());
-                    }
-                    names.into_iter().next().unwrap_or_else(|| h.to_string())
+                    (names, port)
                 }
                 _ => {
                     check_host_name(h, &span)?;
-                    h.to_string()
+                    (vec![h.to_string()], None)
                 }
             };
-            if !self.hosts.contains_key(&name) {
-                self.add_host_def(&name, &vars, None);
+            if self.hosts.len().saturating_add(names.len()) > super::MAX_HOSTS {
+                return Err(super::too_many_hosts(&span));
+            }
+            let mut vars = VarMap::new();
+            if let Some(p) = port {
+                vars.insert("ansible_port".into(), p.into());
+            }
+            for name in names {
+                if !self.hosts.contains_key(&name) {
+                    self.add_host_def(&name, &vars, None);
+                }
             }
         }
         Ok(())

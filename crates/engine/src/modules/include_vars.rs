@@ -269,8 +269,34 @@ impl Module for IncludeVars {
             }
         };
         let mut vars = Map::new();
-        for f in &files {
-            for (k, v) in load(f)? {
+        for (i, f) in files.iter().enumerate() {
+            let loaded = match load(f) {
+                Ok(m) => m,
+                // Ansible's action reports a file that is not a mapping in its result:
+                // `message` (not msg), the facts and files so far; its msg is the generic one.
+                Err(e) if e.message.starts_with("expected a mapping") => {
+                    let included: Vec<Value> = files[..i]
+                        .iter()
+                        .map(|f| Value::String(f.display().to_string()))
+                        .collect();
+                    return Ok(
+                        ModuleResult::failed("Task failed: Action failed: Unknown error.")
+                            .with(
+                                "message",
+                                format!(
+                                    "{} must be stored as a dictionary/hash",
+                                    std::path::absolute(f)
+                                        .unwrap_or_else(|_| f.clone())
+                                        .display()
+                                ),
+                            )
+                            .with("ansible_facts", Value::Object(Map::new()))
+                            .with("ansible_included_var_files", Value::Array(included)),
+                    );
+                }
+                Err(e) => return Err(e),
+            };
+            for (k, v) in loaded {
                 vars.insert(k, v);
             }
         }

@@ -18,14 +18,17 @@ use crate::error::{Error, ErrorKind, Result, Span};
 use crate::template::Templar;
 
 pub mod accounts;
+pub mod apt;
 pub mod args;
 pub mod argspec;
 pub mod assemble;
 pub mod assert;
 pub mod async_status;
+pub mod authorized_key;
 pub mod blockinfile;
 pub mod command;
 pub mod copy;
+pub mod cron;
 pub mod debug;
 pub mod fail;
 pub mod fetch;
@@ -33,6 +36,7 @@ pub mod file;
 pub mod find_files;
 pub mod gen_cert;
 pub mod get_url;
+pub mod git;
 pub mod group;
 pub mod hostname;
 pub mod image;
@@ -41,12 +45,14 @@ pub mod inventory;
 pub mod known_hosts;
 pub mod lineinfile;
 pub mod modprobe;
+pub mod mount;
 pub mod net;
 mod oci_registry;
 pub mod package;
 pub mod pause;
 pub mod ping;
 pub mod plan;
+pub mod reboot;
 mod registry;
 pub mod remote;
 pub mod replace;
@@ -233,6 +239,7 @@ impl ModuleResult {
         m.insert("changed".into(), self.changed.into());
         if self.failed {
             m.insert("failed".into(), true.into());
+            m.entry("exception").or_insert(NO_TRACEBACK.into());
         } else {
             m.entry("failed").or_insert(false.into());
         }
@@ -245,6 +252,11 @@ impl ModuleResult {
         Value::Object(m)
     }
 }
+
+/// The `exception` of a failed result: ansible-core 2.19 puts one on every failed module
+/// or action result and, unless traceback display is on, registers it as this text. kk has
+/// no Python traceback to show, so its failed results always carry this text.
+pub const NO_TRACEBACK: &str = "(traceback unavailable)";
 
 fn lines(s: &str) -> Value {
     py_splitlines(s)

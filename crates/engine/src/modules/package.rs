@@ -1,4 +1,4 @@
-//! `package` (and `apt`, `dnf`, `yum`): install, upgrade or remove OS packages with the
+//! `package` (and `dnf`, `yum`; `apt` is [`super::apt`]): install, upgrade or remove OS packages with the
 //! host's package manager, chosen from facts (`ansible_pkg_mgr`) or found on the host.
 //!
 //! One script per call: it finds what is missing (or present, or upgradable), says so,
@@ -34,6 +34,10 @@ struct PackageArgs {
     update_cache: Flag,
     #[serde(default, rename = "use")]
     use_: Option<Text>,
+    /// dnf/yum: the backend (`auto`, `yum`, `yum4`, `dnf`, `dnf4`, `dnf5`), as Ansible's
+    /// dnf action reads it.
+    #[serde(default)]
+    use_backend: Option<Text>,
     #[serde(default)]
     cache_valid_time: Option<Int>,
     #[serde(default)]
@@ -52,6 +56,7 @@ const VALID: &[&str] = &[
     "state",
     "update_cache",
     "use",
+    "use_backend",
     "cache_valid_time",
     "install_recommends",
     "purge",
@@ -111,10 +116,6 @@ pub struct Package {
 
 /// `package`: the manager comes from facts or the host.
 pub const PACKAGE: Package = Package { forced: None };
-/// `apt`.
-pub const APT: Package = Package {
-    forced: Some("apt"),
-};
 /// `dnf`.
 pub const DNF: Package = Package {
     forced: Some("dnf"),
@@ -150,6 +151,18 @@ fn check(module: &str, raw: VarMap) -> Result<PackageArgs> {
             ));
         }
     }
+    if a.use_backend.is_some() && a.use_.is_some() {
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            "parameters are mutually exclusive: ('use', 'use_backend')",
+        ));
+    }
+    if a.use_backend.is_some() && !matches!(module, "dnf" | "yum") {
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            format!("{}: `use_backend` is a dnf option", module),
+        ));
+    }
     if let Some(u) = a.use_.as_ref().map(Text::as_str).filter(|u| *u != "auto") {
         if Manager::parse(u).is_none() {
             return Err(unsupported(module, u));
@@ -164,6 +177,58 @@ fn unsupported(module: &str, manager: &str) -> Error {
         format!("{}: package manager {:?} is not supported", module, manager),
     )
     .help("kk manages packages with apt, dnf or yum")
+}
+
+/// Ansible's dnf action (which `yum` also is in ansible-core 2.19) picks the backend from
+/// `use`/`use_backend`, else the host's package manager (facts, else asked); on a host
+/// whose manager is neither dnf nor yum it fails with Ansible's message and the
+/// `pkg_mgr` it found, before anything runs. `None`: the host has dnf or yum.
+async fn dnf_backend(
+    ctx: &ModuleContext,
+    a: &PackageArgs,
+    from_facts: Option<&str>,
+) -> Result<Option<ModuleResult>> {
+    const VALID_BACKENDS: &[&str] = &["yum", "yum4", "dnf", "dnf4", "dnf5"];
+    let mut backend = a
+        .use_
+        .as_ref()
+        .or(a.use_backend.as_ref())
+        .map(|t| t.as_str().to_string())
+        .unwrap_or_else(|| "auto".into());
+    if matches!(backend.as_str(), "yum" | "auto") {
+        if let Some(f) = from_facts {
+            backend = f.to_string();
+        }
+    }
+    if VALID_BACKENDS.contains(&backend.as_str()) {
+        return Ok(None);
+    }
+    let out = ctx
+        .exec(
+            "for t in dnf5 dnf yum apt-get zypper pacman apk; do command -v $t >/dev/null 2>&1 && { echo $t; exit 0; }; done; echo unknown",
+            None,
+        )
+        .await?;
+    let found = match String::from_utf8_lossy(&out.stdout).trim() {
+        "apt-get" => "apt".to_string(),
+        other => other.to_string(),
+    };
+    if VALID_BACKENDS.contains(&found.as_str()) {
+        return Ok(None);
+    }
+    let mut r = ModuleResult::changed(false).failed_too();
+    r.data.insert(
+        "msg".into(),
+        serde_json::json!([
+            "Could not detect which major revision of dnf is in use, which is required to determine module backend.",
+            "You should manually specify use_backend to tell the module whether to use the dnf4 or dnf5 backend})"
+        ]),
+    );
+    r.data.insert(
+        "ansible_facts".into(),
+        serde_json::json!({ "pkg_mgr": found }),
+    );
+    Ok(Some(r))
 }
 
 /// One script finds what is missing (or present, or upgradable) and acts, in one round
@@ -193,6 +258,11 @@ impl OneScript for Package {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .filter(|s| !s.is_empty());
+        if matches!(module, "dnf" | "yum") {
+            if let Some(r) = dnf_backend(ctx, &a, from_facts.as_deref()).await? {
+                return Ok(r);
+            }
+        }
         let chosen = self
             .forced
             .map(str::to_string)
@@ -433,10 +503,10 @@ mod tests {
             json!({"name": "curl,socat", "state": "installed"})
         )
         .is_ok());
-        assert!(check(&APT, json!({"update_cache": "yes"})).is_ok());
-        let e = check(&APT, json!({"name": "curl", "state": "newest"})).unwrap_err();
+        assert!(check(&PACKAGE, json!({"update_cache": "yes"})).is_ok());
+        let e = check(&PACKAGE, json!({"name": "curl", "state": "newest"})).unwrap_err();
         assert!(
-            e.message.contains("apt")
+            e.message.contains("package")
                 && e.message.contains("`state`")
                 && e.message.contains("present, absent, latest"),
             "{}",
@@ -446,14 +516,26 @@ mod tests {
         assert!(e.message.contains("package") && e.message.contains("stat"));
         let e = check(&DNF, json!({"state": "present"})).unwrap_err();
         assert!(e.message.contains("dnf: `name` is required"));
-        assert!(check(&APT, json!({"autoremove": true})).is_ok());
-        assert!(check(&APT, json!({"name": "x", "state": "absent", "purge": true})).is_ok());
+        assert!(check(&PACKAGE, json!({"autoremove": true})).is_ok());
+        assert!(check(
+            &PACKAGE,
+            json!({"name": "x", "state": "absent", "purge": true})
+        )
+        .is_ok());
         let e = check(&DNF, json!({"name": "x", "purge": true})).unwrap_err();
         assert!(
             e.message.contains("`purge` is an apt option"),
             "{}",
             e.message
         );
+        let e = check(&PACKAGE, json!({"name": "curl", "use": "zypper"})).unwrap_err();
+        assert!(e.message.contains("zypper"));
+        let e = check(
+            &DNF,
+            json!({"name": "x", "use": "dnf", "use_backend": "dnf"}),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("mutually exclusive"), "{}", e.message);
         let e = check(&PACKAGE, json!({"name": "curl", "use": "zypper"})).unwrap_err();
         assert!(e.message.contains("zypper"));
     }

@@ -112,7 +112,7 @@ pub static REGISTRY: &[Entry] = &[
     module("pause", &pause::Pause),
     module("package", &Planned(Scripted(package::PACKAGE))),
     module("image", &image::Image),
-    module("apt", &Planned(Scripted(package::APT))),
+    module("apt", &Planned(Scripted(super::apt::APT))),
     module("dnf", &Planned(Scripted(package::DNF))),
     module("yum", &Planned(Scripted(package::YUM))),
     module(FACTS_MODULE, &setup::Setup),
@@ -138,6 +138,18 @@ pub static REGISTRY: &[Entry] = &[
         module("modprobe", &Planned(modprobe::Modprobe)),
         &["community.general.modprobe"],
     ),
+    with_aliases(
+        module("mount", &Planned(super::mount::Mount)),
+        &["ansible.posix.mount"],
+    ),
+    with_aliases(
+        module(
+            "authorized_key",
+            &Planned(super::authorized_key::AuthorizedKey),
+        ),
+        &["ansible.posix.authorized_key"],
+    ),
+    module("reboot", &super::reboot::Reboot),
     module("fetch", &fetch::Fetch),
     with_form(module("script", &script::Script), FreeForm::CommandLine),
     with_form(
@@ -164,6 +176,8 @@ pub static REGISTRY: &[Entry] = &[
     module("tempfile", &tempfile::TempFile),
     module("known_hosts", &Planned(known_hosts::KnownHosts)),
     module("assemble", &Planned(assemble::Assemble)),
+    module("cron", &Planned(super::cron::Cron)),
+    module("git", &Planned(Scripted(super::git::Git))),
     module(
         "wait_for_connection",
         &wait_for_connection::WaitForConnection,

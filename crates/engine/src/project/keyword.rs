@@ -271,17 +271,18 @@ impl KeywordValue for String {
     }
 }
 
-/// `become_method`: kk runs commands as another user with sudo only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BecomeMethod;
+/// `become_method`: kk runs commands as another user with sudo or su (Ansible's
+/// `connect::BecomeMethod`); any other method is refused with the ones kk knows.
+pub use crate::connect::BecomeMethod;
 
 impl KeywordValue for BecomeMethod {
-    const EXPECTED: &'static str = "`sudo` (the become method kk supports)";
-    const HELP: &'static str = "use sudo";
+    const EXPECTED: &'static str = "`sudo` or `su` (the become methods kk supports)";
+    const HELP: &'static str = "use sudo or su";
     const EXAMPLE: &'static str = "sudo";
     fn from_value(v: &Value) -> std::result::Result<BecomeMethod, Option<String>> {
         match v.as_str().map(str::trim) {
-            Some("sudo") => Ok(BecomeMethod),
+            Some("sudo") => Ok(BecomeMethod::Sudo),
+            Some("su") => Ok(BecomeMethod::Su),
             _ => Err(None),
         }
     }
@@ -494,7 +495,11 @@ mod tests {
             parse::<Percent>("max_fail_percentage", "'30%'").unwrap(),
             Keyword::Literal(Percent(30.0))
         );
-        assert!(parse::<BecomeMethod>("become_method", "su").is_err());
+        assert_eq!(
+            parse::<BecomeMethod>("become_method", "su").unwrap(),
+            Keyword::Literal(BecomeMethod::Su)
+        );
+        assert!(parse::<BecomeMethod>("become_method", "doas").is_err());
     }
 
     #[test]

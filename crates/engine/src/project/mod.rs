@@ -20,7 +20,10 @@ pub use keyword::{
 };
 #[cfg(test)]
 pub use load::load_playbook;
-pub use load::{check_notify, handler_names, load_playbook_with, unknown_handler, Loader};
+pub use load::{
+    check_notify, handler_names, includes_roles, load_playbook_with, take_imported_handlers,
+    unknown_handler, Loader,
+};
 
 /// A loaded playbook: its plays, imports already inlined.
 #[derive(Debug, Clone)]
@@ -53,8 +56,10 @@ pub struct Inherited {
     pub become_: Option<Keyword<bool>>,
     /// `become_user`.
     pub become_user: Option<Keyword<String>>,
-    /// `become_method` (only sudo is supported).
+    /// `become_method` (sudo or su).
     pub become_method: Option<Keyword<BecomeMethod>>,
+    /// `remote_user`: the login user, below the host's `ansible_user`, above `-u`.
+    pub remote_user: Option<Keyword<String>>,
     /// `environment`, merged outer to inner.
     pub environment: Option<Value>,
     /// `ignore_errors`.
@@ -140,6 +145,9 @@ pub struct RoleScope {
     pub role: Arc<Role>,
     /// Parameters given where the role is used (`roles: [{role: x, a: 1}]`).
     pub params: Arc<VarMap>,
+    /// Whether the role's defaults and vars are seen by the play's later tasks (and, for a
+    /// static role, by all of them): `public:`, true unless an import says false.
+    pub public: bool,
 }
 
 /// One entry of a task list.
@@ -199,6 +207,16 @@ pub enum TaskKind {
         defaults_from: Option<String>,
         /// `rolespec_validate` (default true): check the role's argument spec first.
         rolespec_validate: bool,
+        /// `handlers_from` (default `main`).
+        handlers_from: Option<String>,
+        /// `apply`: block keywords the included tasks get (as a block around them).
+        apply: Option<Box<Inherited>>,
+        /// `public` (default false): the role's defaults and vars are seen by the play's
+        /// later tasks once the include ran.
+        public: bool,
+        /// `allow_duplicates` (default true): false skips the role's tasks on a host where
+        /// the same role (same files, parameters and vars) already ran.
+        allow_duplicates: bool,
     },
     /// `meta: flush_handlers | end_play | end_host | noop | clear_host_errors | refresh_inventory`.
     Meta(String),
@@ -234,12 +252,20 @@ impl Clone for TaskKind {
                 vars_from,
                 defaults_from,
                 rolespec_validate,
+                handlers_from,
+                apply,
+                public,
+                allow_duplicates,
             } => TaskKind::IncludeRole {
                 name: name.clone(),
                 tasks_from: tasks_from.clone(),
                 vars_from: vars_from.clone(),
                 defaults_from: defaults_from.clone(),
                 rolespec_validate: *rolespec_validate,
+                handlers_from: handlers_from.clone(),
+                apply: apply.clone(),
+                public: *public,
+                allow_duplicates: *allow_duplicates,
             },
             TaskKind::Meta(m) => TaskKind::Meta(m.clone()),
         }

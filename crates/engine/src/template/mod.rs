@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorKind, Result, Span};
 pub mod chain;
 pub(crate) mod depth;
 pub mod filters;
+pub(crate) mod includes;
 pub mod ipaddr;
 pub mod jinja_tests;
 pub(crate) mod limits;
@@ -19,6 +20,7 @@ mod native;
 pub mod pydump;
 mod pymethods;
 pub mod toml_filters;
+pub mod unsafe_text;
 
 /// The value `default(omit)` produces; module arguments equal to it are dropped.
 pub const OMIT: &str = "__omit_place_holder__kk";
@@ -219,6 +221,9 @@ impl Templar {
         // Like Ansible, a `{{ }}` whose value is None writes nothing.
         env.set_formatter(|out, state, value| {
             native::record(state, value);
+            if filters::strict::holds_undefined(value) {
+                return Err(filters::strict::undefined_inside());
+            }
             if value.is_none() {
                 Ok(())
             } else {
@@ -337,6 +342,19 @@ impl Templar {
             other = env;
             &other
         };
+        // `{% include %}` and the like find their templates as the template module does.
+        let with_loader;
+        let env = if includes::loads_others(s) {
+            let dirs = includes::dirs(
+                |n| ctx.get_attr(n).ok().filter(|v| !v.is_undefined()),
+                path,
+                false,
+            );
+            with_loader = includes::with_loader(env, dirs);
+            &with_loader
+        } else {
+            env
+        };
         env.render_str(&guarded, ctx)
             .map(|r| preserve_trailing_newlines(s, r))
             // The rewrite adds no line breaks: lines match the file, columns nearly.
@@ -354,6 +372,9 @@ impl Templar {
                     .collect::<Result<_>>()?,
             ),
             Value::Object(m) => {
+                if let Some(text) = unsafe_text::as_unsafe(v) {
+                    return Ok(Value::String(text.to_string()));
+                }
                 let mut out = serde_json::Map::with_capacity(m.len());
                 for (k, val) in m {
                     let key = if is_template(k) {
@@ -434,6 +455,9 @@ pub fn to_json(v: &minijinja::Value, source: &str) -> Result<Value> {
             ErrorKind::Undefined,
             format!("`{}` evaluated to an undefined value", source),
         ));
+    }
+    if filters::strict::holds_undefined(v) {
+        return Err(convert_error(filters::strict::undefined_inside(), source));
     }
     serde_json::to_value(v)
         .map_err(|e| Error::new(ErrorKind::Template, format!("{} (in `{}`)", e, source)))

@@ -149,6 +149,36 @@ pub fn encrypt(plaintext: &[u8], password: &[u8], label: Option<&str>) -> std::i
     ))
 }
 
+/// [`encrypt`] with a given salt (the `vault` filter's `salt=`, which makes the output
+/// repeatable), or a random one when `None`.
+pub fn encrypt_salted(
+    plaintext: &[u8],
+    password: &[u8],
+    salt: Option<&[u8]>,
+    label: Option<&str>,
+) -> std::io::Result<Vec<u8>> {
+    match salt {
+        None => encrypt(plaintext, password, label),
+        Some(salt) => Ok(format::format(
+            &crypto::encrypt(plaintext, password, salt),
+            label,
+        )),
+    }
+}
+
+/// The plaintexts `!vault` scalars gave this process: the `vault_encrypted` test asks
+/// whether a value is one (kk decrypts `!vault` values as they load).
+static SCALARS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// True when `text` is what a `!vault` scalar decrypted to.
+pub fn is_vault_scalar(text: &str) -> bool {
+    SCALARS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|s| s == text)
+}
+
 static KEYRING: RwLock<Option<Arc<Keyring>>> = RwLock::new(None);
 
 /// Makes `keyring` the one every later load decrypts with (replacing any earlier one).
@@ -219,6 +249,10 @@ pub fn decrypt_scalar(text: &str, span: &Span) -> Result<String> {
         )
     })?;
     redact::remember(&plain);
+    let mut scalars = SCALARS.write().unwrap_or_else(|e| e.into_inner());
+    if !scalars.contains(&plain) {
+        scalars.push(plain.clone());
+    }
     Ok(plain)
 }
 

@@ -458,6 +458,21 @@ impl MarkedEventReceiver for Builder {
                     }
                     return;
                 }
+                // `!unsafe` text with Jinja syntax: marked so that templating keeps it raw.
+                if tag
+                    .as_ref()
+                    .is_some_and(|t| t.handle == "!" && t.suffix == "unsafe")
+                    && crate::template::is_template(&text)
+                {
+                    let text = Node {
+                        value: Yaml::Str(text),
+                        span: span.clone(),
+                    };
+                    let key = crate::template::unsafe_text::UNSAFE_KEY.to_string();
+                    let value = Yaml::Map(vec![(key, text)]);
+                    self.push_node(Node { value, span }, anchor);
+                    return;
+                }
                 let value = resolve_scalar(text, style, tag.as_ref());
                 self.push_node(Node { value, span }, anchor);
             }

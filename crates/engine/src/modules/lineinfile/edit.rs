@@ -103,6 +103,32 @@ fn new_file_mode_differs(attrs: &Attrs) -> Result<bool> {
     })
 }
 
+/// The `diff` lineinfile and blockinfile always return in Ansible: the content (its
+/// before and after only under `--diff` or `diff: true`, else empty), then the file
+/// attributes' headers.
+fn ansible_diff(ctx: &ModuleContext, path: &str, old: &[u8], new: &[u8]) -> serde_json::Value {
+    let (before, after) = if ctx.diff {
+        (
+            String::from_utf8_lossy(old).into_owned(),
+            String::from_utf8_lossy(new).into_owned(),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    serde_json::json!([
+        {
+            "before": before,
+            "after": after,
+            "before_header": format!("{} (content)", path),
+            "after_header": format!("{} (content)", path),
+        },
+        {
+            "before_header": format!("{} (file attributes)", path),
+            "after_header": format!("{} (file attributes)", path),
+        },
+    ])
+}
+
 /// Decides what an edit changes: the content when it differs (a missing file only
 /// when the edit produced something to say), the attributes when they differ; with
 /// the diff under `--diff` and Ansible's message.
@@ -118,6 +144,8 @@ pub(crate) fn plan_edit(ctx: &ModuleContext, f: EditFinish<'_>) -> Result<Plan<E
         f.msg.clone()
     };
     let mut res = ModuleResult::changed(false).msg(msg);
+    res.data
+        .insert("diff".into(), ansible_diff(ctx, f.path, &old, &f.new));
     if !content_changed && !attrs_changed {
         return Ok(Plan::Done(res));
     }

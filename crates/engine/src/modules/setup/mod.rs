@@ -104,7 +104,7 @@ fn apply_filter(all: VarMap, patterns: &[String]) -> VarMap {
 }
 
 /// Python's `fnmatch.fnmatch` (case-sensitive): `*`, `?`, `[seq]`, `[!seq]`.
-fn fnmatch(pattern: &str, name: &str) -> bool {
+pub(crate) fn fnmatch(pattern: &str, name: &str) -> bool {
     let mut re = String::from("^");
     let chars: Vec<char> = pattern.chars().collect();
     let mut i = 0;

@@ -176,6 +176,7 @@ pub(super) fn parse_inherited(node: &Node) -> Result<Inherited> {
         become_: Keyword::from_node(node, "become")?,
         become_user: Keyword::from_node(node, "become_user")?,
         become_method: Keyword::from_node(node, "become_method")?,
+        remote_user: Keyword::from_node(node, "remote_user")?,
         environment: get("environment"),
         ignore_errors: Keyword::from_node(node, "ignore_errors")?,
         ignore_unreachable: Keyword::from_node(node, "ignore_unreachable")?,

@@ -29,7 +29,8 @@ mod static_vars;
 mod task;
 pub mod text;
 
-pub use notify::{check_notify, flatten_handlers, handler_names, unknown_handler};
+pub use notify::{check_notify, flatten_handlers, handler_names, includes_roles, unknown_handler};
+pub use task::take_imported_handlers;
 
 /// Loads files, remembering what the current file and role are.
 #[derive(Debug, Clone)]
@@ -216,6 +217,7 @@ impl Loader {
                 _ => return Err(vf.expected("a list of files")),
             }
         }
+        take_imported_handlers();
         let mut handlers = flatten_handlers(self.parse_task_list(node.get("handlers"), &ctx)?);
         let mut roles = Vec::new();
         if let Some(r) = node.get("roles") {
@@ -230,8 +232,13 @@ impl Loader {
         let pre_tasks = self.parse_task_list(node.get("pre_tasks"), &ctx)?;
         let tasks = self.parse_task_list(node.get("tasks"), &ctx)?;
         let post_tasks = self.parse_task_list(node.get("post_tasks"), &ctx)?;
-        for list in [&pre_tasks, &roles, &tasks, &post_tasks, &handlers] {
-            check_notify(list, &handlers)?;
+        // Handlers of roles import_role brought in (ansible-core adds them to the play's).
+        handlers.extend(take_imported_handlers());
+        let lists = [&pre_tasks, &roles, &tasks, &post_tasks, &handlers];
+        if !lists.iter().any(|l| includes_roles(l)) {
+            for list in lists {
+                check_notify(list, &handlers)?;
+            }
         }
         if let Some(n) = node.get("name") {
             if matches!(n.value, Yaml::Map(_) | Yaml::Seq(_)) {

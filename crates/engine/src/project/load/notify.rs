@@ -88,6 +88,22 @@ pub fn unknown_handler(name: &str, known: &[String]) -> Error {
     }
 }
 
+/// Whether `tasks` (blocks included) have an `include_role`, whose role's handlers join
+/// the play's only when it runs: a play with one checks its literal `notify` names when
+/// they are notified, as ansible-core does, not when it loads.
+pub fn includes_roles(tasks: &[Task]) -> bool {
+    tasks.iter().any(|t| match &t.kind {
+        TaskKind::IncludeRole { .. } => true,
+        TaskKind::Block {
+            block,
+            rescue,
+            always,
+            ..
+        } => includes_roles(block) || includes_roles(rescue) || includes_roles(always),
+        _ => false,
+    })
+}
+
 /// Refuses the first literal `notify` name in `tasks` (blocks included) that none of
 /// `handlers` answers to, at the task's `notify:`.
 pub fn check_notify(tasks: &[Task], handlers: &[Task]) -> Result<()> {

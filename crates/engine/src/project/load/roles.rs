@@ -102,6 +102,7 @@ impl Loader {
         Ok(RoleScope {
             role: Arc::new(role),
             params: Arc::new(params),
+            public: true,
         })
     }
 
@@ -128,6 +129,18 @@ impl Loader {
                 span,
             )),
         }
+    }
+
+    /// Whether the role's meta/main.yml has `allow_duplicates: true`.
+    fn allows_duplicates(role: &Path) -> Result<bool> {
+        let Some(meta) = resolve_first(&[role.join("meta/main.yaml"), role.join("meta/main.yml")])
+        else {
+            return Ok(false);
+        };
+        let node = yaml::load_file(&meta)?;
+        Ok(node
+            .get("allow_duplicates")
+            .is_some_and(|n| crate::ansible::to_bool(&n.to_value()) == Some(true)))
     }
 
     /// Walks the role dependency graph under `root` (each role's `meta/main`
@@ -217,19 +230,24 @@ impl Loader {
         Ok(())
     }
 
-    /// The role's `handlers/main`: each joins `handlers`, wrapped so it runs with the
-    /// role's variables and answers to `role : name` too.
+    /// The role's `handlers/<from>` (`main` unless `handlers_from`): each joins
+    /// `handlers`, wrapped so it runs with the role's variables and answers to
+    /// `role : name` too.
     fn role_handlers(
         &self,
         role_ctx: &FileCtx,
         span: &Span,
         handlers: &mut Vec<Task>,
+        from: &str,
     ) -> Result<()> {
         let Some(scope) = &role_ctx.role else {
             return Ok(());
         };
         let hdir = scope.role.path.join("handlers");
-        if let Some(h) = resolve_first(&[hdir.join("main.yaml"), hdir.join("main.yml")]) {
+        if let Some(h) = resolve_first(&[
+            hdir.join(format!("{}.yaml", from)),
+            hdir.join(format!("{}.yml", from)),
+        ]) {
             for t in super::flatten_handlers(self.load_task_file(
                 &h,
                 Some(scope.clone()),
@@ -270,6 +288,7 @@ impl Loader {
         depth: usize,
         span: &Span,
         validate: Option<&Span>,
+        handlers_from: &str,
     ) -> Result<(Vec<Task>, Vec<Task>)> {
         let role_ctx = FileCtx {
             dir: scope.role.path.clone(),
@@ -283,10 +302,16 @@ impl Loader {
         let (mut tasks, mut handlers) = (Vec::new(), Vec::new());
         self.role_dependencies(&role_ctx, &mut tasks, &mut handlers, &mut HashSet::new())?;
         if let Some(at) = validate {
-            tasks.extend(self.validation_task(scope, tasks_from, at)?);
+            // An included role has no parameters of its own for the spec (its include's
+            // vars are checked as variables).
+            let checked = RoleScope {
+                params: Arc::new(VarMap::new()),
+                ..scope.clone()
+            };
+            tasks.extend(self.validation_task(&checked, tasks_from, at)?);
         }
         tasks.extend(self.role_tasks(scope, tasks_from, &[], depth, span)?);
-        self.role_handlers(&role_ctx, span, &mut handlers)?;
+        self.role_handlers(&role_ctx, span, &mut handlers, handlers_from)?;
         Ok((tasks, handlers))
     }
 
@@ -298,11 +323,20 @@ impl Loader {
         handlers: &mut Vec<Task>,
         seen: &mut HashSet<String>,
     ) -> Result<()> {
-        let (name, params, attrs, tasks_from) = match &item.value {
+        // The parameters as written, without `vars:` (what the argument spec checks).
+        let mut provided = VarMap::new();
+        let from = |k: &str| {
+            item.get(k)
+                .and_then(Node::as_str)
+                .unwrap_or("main")
+                .to_string()
+        };
+        let (name, params, attrs, tasks_from, handlers_from) = match &item.value {
             Yaml::Str(s) => (
                 s.clone(),
                 VarMap::new(),
                 Inherited::default(),
+                "main".to_string(),
                 "main".to_string(),
             ),
             Yaml::Map(_) => {
@@ -344,29 +378,49 @@ impl Loader {
                     }
                     params.insert(k.clone(), v.to_value());
                 }
+                provided = params.clone();
                 // Role `vars:` behave as parameters.
                 for (k, v) in attrs.vars.iter() {
                     params.insert(k.clone(), v.clone());
                 }
-                let tasks_from = item
-                    .get("tasks_from")
-                    .and_then(Node::as_str)
-                    .unwrap_or("main")
-                    .to_string();
                 let mut attrs = attrs;
                 attrs.vars = Arc::new(VarMap::new());
-                (name, params, attrs, tasks_from)
+                (
+                    name,
+                    params,
+                    attrs,
+                    from("tasks_from"),
+                    from("handlers_from"),
+                )
             }
             _ => return Err(item.expected("a role name or a mapping with `role:`")),
         };
-        let scope = self.load_role(&name, params, &ctx.dir, &item.span, "main", "main")?;
+        let mut scope = self.load_role(
+            &name,
+            params,
+            &ctx.dir,
+            &item.span,
+            &from("defaults_from"),
+            &from("vars_from"),
+        )?;
+        scope.public = item
+            .get("public")
+            .is_none_or(|n| crate::ansible::to_bool(&n.to_value()) != Some(false));
+        // ansible-core runs a role once per play for the same parameters, vars, `when`,
+        // tags and files, unless its meta/main.yml says `allow_duplicates: true`.
         let identity = format!(
-            "{}|{}",
+            "{}|{}|{:?}|{:?}|{}|{}|{}|{}",
             scope.role.path.display(),
-            serde_json::Value::Object((*scope.params).clone())
+            serde_json::Value::Object((*scope.params).clone()),
+            attrs.when,
+            attrs.tags,
+            tasks_from,
+            handlers_from,
+            from("vars_from"),
+            from("defaults_from"),
         );
-        if !seen.insert(identity) {
-            return Ok(()); // Ansible runs a role once per play for the same parameters.
+        if !seen.insert(identity) && !Self::allows_duplicates(&scope.role.path)? {
+            return Ok(());
         }
         let role_key = canonical(&scope.role.path);
         if ctx.role.is_none() {
@@ -395,10 +449,14 @@ impl Loader {
             .unwrap_or(true);
         if validate {
             let at = ctx.play_span.as_ref().unwrap_or(&item.span);
-            block.extend(self.validation_task(&scope, &tasks_from, at)?);
+            let checked = RoleScope {
+                params: Arc::new(provided),
+                ..scope.clone()
+            };
+            block.extend(self.validation_task(&checked, &tasks_from, at)?);
         }
         block.extend(self.role_tasks(&scope, &tasks_from, &stack, role_ctx.depth, &item.span)?);
-        self.role_handlers(&role_ctx, &item.span, handlers)?;
+        self.role_handlers(&role_ctx, &item.span, handlers, &handlers_from)?;
         out.push(Task {
             name: None,
             kind: TaskKind::Block {

@@ -14,6 +14,17 @@ use crate::project::{Inherited, Keyword, LoopControl, Task, TaskKind, TaskOwn};
 use crate::vars::VarMap;
 use crate::yaml::{Node, Yaml};
 
+thread_local! {
+    /// Handlers of the roles `import_role` loaded on this thread, until the play (or the
+    /// include) being loaded takes them: they join the play's handlers.
+    static IMPORTED_HANDLERS: std::cell::RefCell<Vec<Task>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Takes the handlers of the roles `import_role` loaded on this thread since the last call.
+pub fn take_imported_handlers() -> Vec<Task> {
+    IMPORTED_HANDLERS.with(|h| std::mem::take(&mut *h.borrow_mut()))
+}
+
 impl Loader {
     pub(super) fn parse_task(&self, node: &Node, ctx: &FileCtx) -> Result<Task> {
         if !matches!(node.value, Yaml::Map(_)) {
@@ -282,6 +293,10 @@ impl Loader {
                 }
             }
             "import_role" => {
+                if let Some(n) = args_node.get("apply") {
+                    return Err(Error::syntax("Invalid options for import_role: apply", &n.span)
+                        .help("`apply` is for include_role; an import's tasks take the import's own keywords"));
+                }
                 let mut handlers = Vec::new();
                 let mut seen = HashSet::new();
                 let mut out = Vec::new();
@@ -300,6 +315,7 @@ impl Loader {
                 }
                 role_node.value = Yaml::Map(entries);
                 self.load_role_ref(&role_node, ctx, &mut out, &mut handlers, &mut seen)?;
+                IMPORTED_HANDLERS.with(|h| h.borrow_mut().extend(handlers));
                 TaskKind::Block {
                     block: out,
                     rescue: Vec::new(),
@@ -326,6 +342,23 @@ impl Loader {
                     .map(str::to_string),
                 rolespec_validate: args
                     .get("rolespec_validate")
+                    .is_none_or(|v| crate::ansible::to_bool(v) != Some(false)),
+                handlers_from: args
+                    .get("handlers_from")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                apply: match args_node.get("apply") {
+                    None => None,
+                    Some(n) if matches!(n.value, Yaml::Map(_)) => {
+                        Some(Box::new(parse_inherited(n)?))
+                    }
+                    Some(n) => return Err(n.expected("a mapping of keywords for `apply`")),
+                },
+                public: args
+                    .get("public")
+                    .is_some_and(|v| crate::ansible::to_bool(v) == Some(true)),
+                allow_duplicates: args
+                    .get("allow_duplicates")
                     .is_none_or(|v| crate::ansible::to_bool(v) != Some(false)),
             },
             "meta" => {

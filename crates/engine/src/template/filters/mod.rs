@@ -26,18 +26,21 @@ pub(crate) use paths::expand_user;
 pub(crate) use regexes::py_regex;
 
 mod collections;
+mod crypt;
 mod encoding;
 mod json_yaml;
+mod markup;
 mod numbers;
 mod paths;
 pub(crate) mod paths_os;
 mod picks;
 pub(crate) mod pyrandom;
 mod regexes;
-mod strict;
+pub(crate) mod strict;
 mod text;
 mod types;
 pub(crate) mod urls;
+mod vaulting;
 mod widths;
 
 use collections::{
@@ -118,6 +121,18 @@ pub fn register(env: &mut Environment<'static>) {
     filter!("subelements", subelements);
     filter!("to_uuid", to_uuid);
     filter!("unique", strict::unique);
+    filter!("password_hash", crypt::password_hash);
+    filter!("xmlattr", markup::xmlattr);
+    filter!("urlize", markup::urlize);
+    filter!("vault", vaulting::vault);
+    filter!("unvault", vaulting::unvault);
+    for prefix in ["", "ansible.builtin."] {
+        env.add_test(
+            format!("{}vault_encrypted", prefix),
+            vaulting::vault_encrypted,
+        );
+        env.add_test(format!("{}vaulted_file", prefix), vaulting::vaulted_file);
+    }
     env.add_function("undef", strict::undef);
     filter!("random", picks::random);
     filter!("shuffle", picks::shuffle);

@@ -42,3 +42,30 @@ pub(super) fn undef(args: Rest<Value>) -> Result<Value, Error> {
     }
     Ok(Value::UNDEFINED)
 }
+
+/// True when a list or mapping built during rendering holds an undefined value at any
+/// depth (`objs | map(attribute='x')` over an item without `x`). Ansible 2.19 refuses
+/// to finish such a value; only plain lists and mappings are walked, never lazy objects
+/// such as `hostvars`.
+/// A value that is itself undefined is not judged here (`{{ x if c }}` prints nothing).
+pub(crate) fn holds_undefined(v: &Value) -> bool {
+    fn deep(v: &Value) -> bool {
+        v.is_undefined() || holds_undefined(v)
+    }
+    if let Some(items) = v.downcast_object_ref::<Vec<Value>>() {
+        return items.iter().any(deep);
+    }
+    if let Some(map) = v.downcast_object_ref::<indexmap::IndexMap<Value, Value>>() {
+        return map.values().any(deep);
+    }
+    false
+}
+
+/// The error for a value that [`holds_undefined`].
+pub(crate) fn undefined_inside() -> Error {
+    Error::new(
+        minijinja::ErrorKind::UndefinedError,
+        "the value holds an undefined item (an attribute or key that an item lacks, e.g. \
+         `map(attribute=...)` over an item without it; give `default=` or filter the items first)",
+    )
+}

@@ -48,19 +48,7 @@ pub(super) fn wordcount(value: &Value) -> usize {
 
 /// Jinja2's `forceescape`: HTML escaping, whatever the value.
 pub(super) fn forceescape(value: &Value) -> String {
-    let s = py_str(value);
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&#34;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    super::markup::escape(&py_str(value))
 }
 
 /// Jinja2's `wordwrap(width=79, break_long_words=True, wrapstring=None,

@@ -91,8 +91,15 @@ pub(super) fn template(
                 e.message
             ))
         })?;
-        let rendered = state
-            .env()
+        let with_loader;
+        let env = if crate::template::includes::loads_others(&text) {
+            let dirs = crate::template::includes::dirs(|n| state.lookup(n), &path, true);
+            with_loader = crate::template::includes::with_loader(state.env(), dirs);
+            &with_loader
+        } else {
+            state.env()
+        };
+        let rendered = env
             .render_str(&text, ctx.clone())
             .map(|r| crate::template::preserve_trailing_newlines(&text, r))
             .map_err(|e| {
@@ -110,6 +117,18 @@ pub(super) fn template(
                 )
             })?;
         out.push(Value::from(rendered));
+    }
+    Ok(out)
+}
+
+/// `lookup('unvault', path, ...)`: each file's text, decrypted when vaulted (every file
+/// kk reads is), kept whole — no stripping, unlike `file`.
+pub(super) fn unvault(state: &State, terms: &[Value]) -> Result<Vec<Value>, Error> {
+    let mut out = Vec::new();
+    for t in terms {
+        let term = term_str("unvault", t)?;
+        let path = find_file(state, "unvault", "files", &term)?;
+        out.push(Value::from(read_text("unvault", &path)?));
     }
     Ok(out)
 }

@@ -2,7 +2,8 @@
 //! `wantlist=True`), with the lookups playbooks use: `file`, `template`, `env`,
 //! `pipe`, `vars`, `items`, `list`, `dict`, `first_found`, `sequence`, `nested`,
 //! `together`, `indexed_items`, `random_choice`, `subelements`, `varnames`,
-//! `inventory_hostnames`, `lines`, `fileglob`, `csvfile`, `ini`, `password`, `url`.
+//! `inventory_hostnames`, `lines`, `fileglob`, `csvfile`, `ini`, `password`, `url`,
+//! `config`, `unvault`.
 //! `with_<lookup>` loops run them through [`run_with`].
 //!
 //! Relative files are searched the way Ansible does: `{{ role_path }}/<sub>`,
@@ -17,6 +18,7 @@ use minijinja::{Environment, Error, ErrorKind, State, Value};
 
 use super::filters::{expand_user, fail, py_str, py_type};
 
+mod config;
 mod files;
 mod loops;
 mod password;
@@ -126,7 +128,7 @@ pub fn run_with(
 }
 
 /// The lookups that read the controller (files, the environment) or run a command.
-const HOST_LOOKUPS: [&str; 12] = [
+const HOST_LOOKUPS: [&str; 13] = [
     "file",
     "template",
     "env",
@@ -139,6 +141,7 @@ const HOST_LOOKUPS: [&str; 12] = [
     "password",
     "url",
     "config",
+    "unvault",
 ];
 
 /// Registers `lookup`, `query` and `q` without the lookups that touch the controller
@@ -205,6 +208,7 @@ fn invoke(
             short, errors
         )));
     }
+    let terms = template_terms(state, terms)?;
     let result = match short {
         "file" => file(state, &terms, &kwargs),
         "template" => template(state, &terms, &kwargs),
@@ -229,15 +233,12 @@ fn invoke(
         "ini" => ini(state, &terms, &kwargs),
         "password" => password::password(state, &terms, &kwargs),
         "url" => url::url(&terms, &kwargs),
+        "config" => config::config(&terms, &kwargs),
+        "unvault" => files::unvault(state, &terms),
         other => Err(fail(format!(
             "lookup plugin '{}' is not available; kk provides {}",
             other,
-            BUILTIN
-                .iter()
-                .filter(|n| !["config", "unvault"].contains(n))
-                .copied()
-                .collect::<Vec<_>>()
-                .join(", ")
+            BUILTIN.join(", ")
         ))),
     };
     let result = match result {
@@ -247,10 +248,18 @@ fn invoke(
                 .map_err(|e| fail(format!("lookup('{}'): {}", short, e)))?;
             r
         }
-        Err(e) if errors != "strict" && e.kind() != ErrorKind::UndefinedError => Vec::new(),
+        // An ignored failure is None (`[]` for query), as in ansible-core.
+        Err(e) if errors != "strict" && e.kind() != ErrorKind::UndefinedError => {
+            return Ok(if wantlist {
+                Value::from(Vec::<Value>::new())
+            } else {
+                Value::from(())
+            });
+        }
         Err(e) => return Err(e),
     };
-    if wantlist {
+    // An empty result stays an empty list, as in ansible-core (not an empty string).
+    if wantlist || result.is_empty() {
         return Ok(Value::from(result));
     }
     if result.iter().all(|v| v.kind() == ValueKind::String) {
@@ -262,6 +271,43 @@ fn invoke(
         return Ok(result.into_iter().next().unwrap_or_default());
     }
     Ok(Value::from(result))
+}
+
+/// Ansible templates a lookup's terms before the lookup sees them: a string term holding
+/// `{{ }}` or `{% %}` (`lookup('file', '{{ name }}.txt')`, also inside a list term) is
+/// rendered against the same variables; one `{{ expr }}` alone keeps its type.
+fn template_terms(state: &State, terms: Vec<Value>) -> Result<Vec<Value>, Error> {
+    fn one(state: &State, ctx: &Value, v: Value, depth: usize) -> Result<Value, Error> {
+        if let Some(s) = v.as_str().filter(|s| crate::template::is_template(s)) {
+            let t = s.trim();
+            if let Some(expr) = t
+                .strip_prefix("{{")
+                .and_then(|r| r.strip_suffix("}}"))
+                .filter(|e| !e.contains("{{") && !e.contains("}}"))
+            {
+                return state.env().compile_expression(expr)?.eval(ctx.clone());
+            }
+            return Ok(Value::from(state.env().render_str(s, ctx.clone())?));
+        }
+        if depth == 0 && v.kind() == ValueKind::Seq {
+            let items = v
+                .try_iter()?
+                .map(|i| one(state, ctx, i, 1))
+                .collect::<Result<Vec<_>, Error>>()?;
+            return Ok(Value::from(items));
+        }
+        Ok(v)
+    }
+    if !terms
+        .iter()
+        .any(|t| t.as_str().is_some_and(crate::template::is_template) || t.kind() == ValueKind::Seq)
+    {
+        return Ok(terms);
+    }
+    let ctx = state
+        .lookup("vars")
+        .unwrap_or_else(|| Value::from_iter(std::iter::empty::<(String, Value)>()));
+    terms.into_iter().map(|t| one(state, &ctx, t, 0)).collect()
 }
 
 fn term_str(lookup: &str, v: &Value) -> Result<String, Error> {

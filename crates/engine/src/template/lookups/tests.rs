@@ -67,7 +67,7 @@ fn file_lookup() {
     );
     assert_eq!(
         ev("lookup('file', 'nope.txt', errors='ignore')", &v).unwrap(),
-        json!("")
+        json!(null)
     );
     let abs = format!("{}/c.txt", v["playbook_dir"].as_str().unwrap());
     assert_eq!(
