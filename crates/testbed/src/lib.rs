@@ -21,6 +21,7 @@
 //! or by password `kkpass`) with sudo: on host index 0 sudo asks for the password, on the
 //! others it is NOPASSWD.
 
+pub mod artifacts;
 mod beds;
 mod boot;
 pub mod http;
