@@ -680,7 +680,9 @@ def reduce_result(res: dict, extra: list[str], item_level: bool = False) -> dict
         return {"<not a mapping>": res}
     for k in RESULT_KEYS:
         if k in res:
-            out[k] = res[k]
+            # The callback drops its keys at every depth of Ansible's result (a registered
+            # failed result shown in a debug msg loses its `exception`): kk's the same.
+            out[k] = drop_callback_keys(res[k])
     for k in BOOL_KEYS:
         if out.get(k) is False:
             del out[k]  # missing == false

@@ -62,13 +62,15 @@ fn arg_err(msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::ModuleArgs, format!("sysctl: {}", msg.into()))
 }
 
-/// The collection's `_parse_value`: booleans and their spellings become `1`/`0`.
+/// The collection's `_parse_value` of the value as a string (`type='str'`): booleans and
+/// their spellings become `1`/`0`. The string `1.0` stays (only the float is in Ansible's
+/// boolean sets, and the value is a string by then).
 fn parse_value(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Bool(b) => if *b { "1" } else { "0" }.into(),
         serde_json::Value::String(s) => match s.to_lowercase().as_str() {
-            "y" | "yes" | "on" | "1" | "true" | "t" | "1.0" => "1".into(),
-            "n" | "no" | "off" | "0" | "false" | "f" | "0.0" => "0".into(),
+            "y" | "yes" | "on" | "1" | "true" | "t" => "1".into(),
+            "n" | "no" | "off" | "0" | "false" | "f" => "0".into(),
             _ => s.trim().to_string(),
         },
         serde_json::Value::Null => String::new(),
@@ -76,35 +78,40 @@ fn parse_value(v: &serde_json::Value) -> String {
     }
 }
 
-fn check(raw: VarMap) -> Result<Checked> {
+/// Types and names of the arguments; `Ok(Err(msg))` for what the collection reports as a
+/// failed task (a missing or blank name or value), so `ignore_errors` applies as there.
+fn check(raw: VarMap) -> Result<std::result::Result<Checked, String>> {
     let a: SysctlArgs = parse_args("sysctl", raw, VALID)?;
-    let name = a
-        .name
-        .map(|n| n.0.trim().to_string())
-        .ok_or_else(|| arg_err("`name` is required"))?;
-    if name.is_empty() {
-        return Err(arg_err("name cannot be blank"));
-    }
-    if name.contains(['=', '\n']) || name.contains(char::is_whitespace) {
-        return Err(arg_err(format!("{:?} is not a sysctl key", name)));
-    }
+    let Some(name) = a.name.map(|n| n.0) else {
+        return Ok(Err("missing required arguments: name".into()));
+    };
     let state = a.state.unwrap_or(State::Present);
     let value = match &a.value {
         None | Some(serde_json::Value::Null) if state == State::Present => {
-            return Err(arg_err(
-                "state is present but all of the following are missing: value",
+            return Ok(Err(
+                "state is present but all of the following are missing: value".into(),
             ))
         }
-        None => String::new(),
-        Some(v) => parse_value(v),
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(v),
     };
-    if state == State::Present && value.is_empty() {
-        return Err(arg_err("value cannot be blank"));
+    if name.is_empty() {
+        return Ok(Err("name cannot be blank".into()));
     }
+    if state == State::Present
+        && matches!(value, Some(serde_json::Value::String(s)) if s.is_empty())
+    {
+        return Ok(Err("value cannot be blank".into()));
+    }
+    let name = name.trim().to_string();
+    if name.is_empty() || name.contains(['=', '\n']) || name.contains(char::is_whitespace) {
+        return Err(arg_err(format!("{:?} is not a sysctl key", name)));
+    }
+    let value = value.map(parse_value).unwrap_or_default();
     if value.contains('\n') {
         return Err(arg_err("`value` cannot span lines"));
     }
-    Ok(Checked {
+    Ok(Ok(Checked {
         name,
         value,
         state,
@@ -115,7 +122,7 @@ fn check(raw: VarMap) -> Result<Checked> {
             .sysctl_file
             .map(|f| f.0)
             .unwrap_or_else(|| "/etc/sysctl.conf".into()),
-    })
+    }))
 }
 
 /// The file's values (`key = value` lines, comments `#`/`;` skipped; the last wins).
@@ -179,6 +186,11 @@ pub struct SysctlWork {
 /// `ansible.posix.sysctl`.
 pub struct Sysctl;
 
+/// Output as the collection puts it in its messages: whole, trailing newline kept.
+fn raw_text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
 /// The collection's check of sysctl's stderr.
 fn stderr_failed(err: &str) -> bool {
     err.lines().any(|l| {
@@ -192,7 +204,10 @@ impl PlanApply for Sysctl {
     type Work = SysctlWork;
 
     async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<SysctlWork>> {
-        let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let c = match check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))? {
+            Ok(c) => c,
+            Err(msg) => return Ok(Plan::Done(ModuleResult::failed(msg))),
+        };
         let script = format!(
             "export LANG=C LC_ALL=C LC_MESSAGES=C\nf={}\nv=$(sysctl -e -n {} 2>/dev/null) && printf 'proc=%s\\n' \"$v\" | tr '\\n' ' '; echo\nprintf 'real=%s\\n' \"$(readlink -f -- \"$f\" || printf %s \"$f\")\"\nif [ -f \"$f\" ]; then echo ==kk-file==; cat -- \"$f\" || exit 1; fi\n",
             qpath(&c.file),
@@ -285,8 +300,8 @@ impl PlanApply for Sysctl {
                 return Ok(ModuleResult::failed(format!(
                     "setting {} failed: {}{}",
                     w.c.name,
-                    out.stdout_text(),
-                    out.stderr_text()
+                    raw_text(&out.stdout),
+                    raw_text(&out.stderr)
                 )));
             }
         }
@@ -307,8 +322,8 @@ impl PlanApply for Sysctl {
             if out.rc != 0 || stderr_failed(&out.stderr_text()) {
                 return Ok(ModuleResult::failed(format!(
                     "Failed to reload sysctl: {}{}",
-                    out.stdout_text(),
-                    out.stderr_text()
+                    raw_text(&out.stdout),
+                    raw_text(&out.stderr)
                 )));
             }
         }
@@ -326,7 +341,7 @@ mod tests {
     use serde_json::{json, Value};
 
     fn c(v: Value) -> Checked {
-        check(v.as_object().unwrap().clone()).unwrap()
+        check(v.as_object().unwrap().clone()).unwrap().unwrap()
     }
 
     #[test]
@@ -357,13 +372,34 @@ mod tests {
     #[test]
     fn arguments() {
         let e = |v: Value| check(v.as_object().unwrap().clone()).err().unwrap().message;
-        assert!(e(json!({"name": "a"})).contains("value"));
-        assert!(e(json!({"name": "", "value": 1})).contains("blank"));
-        assert!(e(json!({"name": "a", "value": ""})).contains("blank"));
+        let failed = |v: Value| {
+            check(v.as_object().unwrap().clone())
+                .unwrap()
+                .err()
+                .unwrap()
+        };
+        assert_eq!(
+            failed(json!({"name": "a"})),
+            "state is present but all of the following are missing: value"
+        );
+        assert_eq!(
+            failed(json!({"value": 1})),
+            "missing required arguments: name"
+        );
+        assert_eq!(
+            failed(json!({"name": "", "value": 1})),
+            "name cannot be blank"
+        );
+        assert_eq!(
+            failed(json!({"name": "a", "value": ""})),
+            "value cannot be blank"
+        );
         assert!(
             e(json!({"name": "a", "value": 1, "sysctl_reload": true})).contains("sysctl_reload")
         );
+        assert!(e(json!({"name": "a b", "value": 1})).contains("not a sysctl key"));
         assert_eq!(c(json!({"name": " a ", "value": "Yes"})).value, "1");
+        assert_eq!(c(json!({"name": "a", "value": "1.0"})).value, "1.0");
         assert_eq!(c(json!({"name": "a", "value": 5})).value, "5");
         assert_eq!(c(json!({"name": "a", "state": "absent"})).value, "");
     }
