@@ -96,7 +96,7 @@ impl Runner {
             let hv = self.hostvars(pc.vars.clone());
             let first_view = self.view(&pc, &inner, &hosts[0], None, &hv);
             let name = match &t.name {
-                Some(n) if crate::template::is_template(n) => {
+                Some(n) if crate::template::is_template(n) && !t.own.raw_name => {
                     match self.templar.render_str(n, &first_view.context()) {
                         Ok(v) => value_text(&v),
                         Err(_) => n.clone(),

@@ -275,6 +275,8 @@ impl Clone for TaskKind {
 /// Keywords that belong to tasks only (not inherited).
 #[derive(Debug, Clone, Default)]
 pub struct TaskOwn {
+    /// `name` was written `!unsafe`: shown as written, never rendered (as Ansible).
+    pub raw_name: bool,
     /// `loop`, or the terms of `with_<lookup>`.
     pub loop_: Option<Value>,
     /// The lookup of `with_<lookup>`: the loop's items are what it returns for the

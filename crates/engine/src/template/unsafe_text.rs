@@ -24,9 +24,8 @@ pub fn as_unsafe(v: &Value) -> Option<&str> {
 }
 
 /// Wraps `text` as `!unsafe` data (see the module doc); the YAML loader builds the
-/// same shape as a node.
-#[cfg(test)]
-fn wrap(text: String) -> Value {
+/// same shape as a node, the task loader wraps the values of `!unsafe` free-form text.
+pub fn wrap(text: String) -> Value {
     let mut m = serde_json::Map::with_capacity(1);
     m.insert(UNSAFE_KEY.to_string(), Value::String(text));
     Value::Object(m)

@@ -33,6 +33,11 @@ impl Loader {
         let attrs = parse_inherited(node)?;
         let mut own = TaskOwn::default();
         let name = match node.get("name") {
+            // `name: !unsafe "... {{ x }} ..."`: kept as written.
+            Some(n) if unsafe_text(n).is_some() => {
+                own.raw_name = true;
+                unsafe_text(n).map(str::to_string)
+            }
             Some(n) if matches!(n.value, Yaml::Map(_) | Yaml::Seq(_)) => {
                 return Err(n.expected("a task name (a string)"))
             }
@@ -123,6 +128,15 @@ impl Loader {
         };
         let mut module = modules::canonical_name(key).to_string();
         let mut args_node = args_node.clone();
+        // `command: !unsafe echo {{ x }}`: the words are read as usual and every value
+        // stays raw text (Ansible never templates them).
+        let raw_args = match unsafe_text(&args_node) {
+            Some(text) => {
+                args_node.value = Yaml::Str(text.to_string());
+                true
+            }
+            None => false,
+        };
         let mut attrs = attrs;
         if key == "action" || key == "local_action" {
             if key == "local_action" {
@@ -196,6 +210,15 @@ impl Loader {
                 )))
             }
         };
+        if raw_args {
+            for v in args.values_mut() {
+                if let Value::String(s) = v {
+                    if crate::template::is_template(s) {
+                        *v = crate::template::unsafe_text::wrap(std::mem::take(s));
+                    }
+                }
+            }
+        }
         if let Some(extra) = node.get("args") {
             for (k, v) in extra.to_map("args")? {
                 args.entry(k).or_insert(v);
@@ -455,4 +478,17 @@ fn templated_module(name: &str, span: &Span) -> Error {
         span,
     )
     .help("write `action: \"{{ mod }} key=value …\"` to choose the module when the task runs, or name the module directly")
+}
+
+/// The text of an `!unsafe` string with Jinja syntax (the YAML loader's marker mapping).
+fn unsafe_text(n: &Node) -> Option<&str> {
+    match &n.value {
+        Yaml::Map(entries) if entries.len() == 1 => {
+            let (k, v) = &entries[0];
+            (k == crate::template::unsafe_text::UNSAFE_KEY)
+                .then(|| v.as_str())
+                .flatten()
+        }
+        _ => None,
+    }
 }
