@@ -1,7 +1,6 @@
 //! `sysctl` (ansible.posix.sysctl) and `modprobe` (community.general.modprobe) on a real
-//! Debian test host. The oracle cannot run them: ansible-core 2.19 alone does not ship
-//! those collections, so the expected files and values are the collections' (see the
-//! module docs) and checked on the host.
+//! Debian test host: the files and values they leave there. The oracle fixtures
+//! 209_sysctl and 210_modprobe compare their results with the collections' own.
 
 use crate::common;
 

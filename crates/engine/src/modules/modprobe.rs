@@ -2,7 +2,8 @@
 //! `persistent` keeps it loaded at boot (`/etc/modules-load.d/NAME.conf`, options in
 //! `/etc/modprobe.d/NAME.conf`) or stops that (matching lines commented out). The
 //! decisions are the collection's; one script reads `/proc/modules`, `modules.builtin`
-//! and both directories; files are written through a temp file and rename. Unlike the
+//! and both directories (a kernel without modules has no `/proc/modules`: the task fails
+//! with Python's message for it, as the collection's does); files are written through a temp file and rename. Unlike the
 //! collection, check mode writes no file (it runs `modprobe -n`, as the collection does).
 
 use async_trait::async_trait;
@@ -16,8 +17,8 @@ use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
 
 crate::closed_set! {
-    /// Whether the module should be loaded now.
-    enum State for "state" { Present = "present", Absent = "absent" }
+    /// Whether the module should be loaded now (in the collection's order of choices).
+    enum State for "state" { Absent = "absent", Present = "present" }
 }
 
 crate::closed_set! {
@@ -31,11 +32,11 @@ struct ModprobeArgs {
     #[serde(default)]
     name: Option<Text>,
     #[serde(default)]
-    state: Option<State>,
+    state: Option<Text>,
     #[serde(default)]
     params: Option<Text>,
     #[serde(default)]
-    persistent: Option<Persistent>,
+    persistent: Option<Text>,
 }
 
 const MODULES_LOAD: &str = "/etc/modules-load.d";
@@ -48,13 +49,28 @@ struct Checked {
     persistent: Persistent,
 }
 
-fn check(raw: VarMap) -> Result<Checked> {
+/// Types and names of the arguments; `Ok(Err(msg))` for what the collection reports as a
+/// failed task (no name), so `ignore_errors` applies as there.
+fn check(raw: VarMap) -> Result<std::result::Result<Checked, String>> {
     let a: ModprobeArgs = parse_args("modprobe", raw, &["name", "state", "params", "persistent"])?;
-    let name = a
-        .name
-        .map(|n| n.0)
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| Error::new(ErrorKind::ModuleArgs, "modprobe: `name` is required"))?;
+    let Some(name) = a.name.map(|n| n.0) else {
+        return Ok(Err("missing required arguments: name".into()));
+    };
+    let state: Option<State> = match choice("state", State::VALUES, a.state) {
+        Ok(s) => s,
+        Err(msg) => return Ok(Err(msg)),
+    };
+    let persistent: Option<Persistent> =
+        match choice("persistent", Persistent::VALUES, a.persistent) {
+            Ok(p) => p,
+            Err(msg) => return Ok(Err(msg)),
+        };
+    if name.is_empty() {
+        return Err(Error::new(
+            ErrorKind::ModuleArgs,
+            "modprobe: `name` is empty",
+        ));
+    }
     if !name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
@@ -72,12 +88,32 @@ fn check(raw: VarMap) -> Result<Checked> {
         )
         .help("write the parameters as plain key=value words"));
     }
-    Ok(Checked {
+    Ok(Ok(Checked {
         name,
-        state: a.state.unwrap_or(State::Present),
+        state: state.unwrap_or(State::Present),
         params,
-        persistent: a.persistent.unwrap_or(Persistent::Disabled),
-    })
+        persistent: persistent.unwrap_or(Persistent::Disabled),
+    }))
+}
+
+/// A value among the argument's choices, or Ansible's argument-spec message (a failed
+/// task there, not a load error).
+fn choice<T: serde::de::DeserializeOwned>(
+    arg: &str,
+    values: &[&str],
+    v: Option<Text>,
+) -> std::result::Result<Option<T>, String> {
+    let Some(t) = v else { return Ok(None) };
+    serde_json::from_value(serde_json::Value::String(t.0.clone()))
+        .map(Some)
+        .map_err(|_| {
+            format!(
+                "value of {} must be one of: {}, got: {}",
+                arg,
+                values.join(", "),
+                t.0
+            )
+        })
 }
 
 /// One config file read from the host.
@@ -100,7 +136,8 @@ fn read_script(name: &str) -> String {
     let proc_name = name.replace('-', "_");
     format!(
         r#"n={n}
-if grep -q "^{p} " /proc/modules 2>/dev/null; then echo LOADED
+if [ ! -r /proc/modules ]; then echo "ERROR=[Errno 2] No such file or directory: '/proc/modules'"
+elif grep -q "^{p} " /proc/modules; then echo LOADED
 else
   b="/lib/modules/$(uname -r)/modules.builtin"
   if [ ! -r "$b" ]; then echo "ERROR=[Errno 2] No such file or directory: '$b'"
@@ -256,7 +293,10 @@ impl PlanApply for Modprobe {
     type Work = ModprobeWork;
 
     async fn plan(&self, ctx: &ModuleContext, raw: VarMap) -> Result<Plan<ModprobeWork>> {
-        let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let c = match check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))? {
+            Ok(c) => c,
+            Err(msg) => return Ok(Plan::Done(ModuleResult::failed(msg))),
+        };
         let out = ctx.exec(read_script(&c.name), None).await?;
         let host = parse_host(&out.stdout_text());
         if let Some(e) = &host.error {
@@ -440,5 +480,24 @@ mod tests {
                 .clone(),
         );
         assert!(e.is_err());
+        let no_name = check(
+            serde_json::json!({"state": "absent"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        assert_eq!(
+            no_name.unwrap().err().as_deref(),
+            Some("missing required arguments: name")
+        );
+        let bad = |v: serde_json::Value| check(v.as_object().unwrap().clone()).unwrap().err();
+        assert_eq!(
+            bad(serde_json::json!({"name": "a", "state": "loaded"})).as_deref(),
+            Some("value of state must be one of: absent, present, got: loaded")
+        );
+        assert_eq!(
+            bad(serde_json::json!({"name": "a", "persistent": "yes"})).as_deref(),
+            Some("value of persistent must be one of: disabled, present, absent, got: yes")
+        );
     }
 }
