@@ -55,7 +55,13 @@ impl Runner {
         let items = match super::loop_items::loop_items(&self.templar, t, &ctx) {
             None => None,
             Some(Ok(items)) => Some(items),
-            Some(Err(e)) => return fail(outcome, e),
+            // A loop that does not render fails the task, which ignore_errors ignores
+            // as Ansible does.
+            Some(Err(e)) => {
+                let mut o = fail(outcome, e);
+                o.ignored = ignore_errors && o.status == Status::Failed;
+                return o;
+            }
         };
         let (status, result, extras) = match items {
             None => self.run_item(pc, t, inner, host, &view).await,

@@ -257,6 +257,7 @@ impl Templar {
 
     /// Evaluates a Jinja expression (no braces) to a value.
     pub fn eval_expr(&self, expr: &str, ctx: &minijinja::Value) -> Result<minijinja::Value> {
+        filters::consumers::clear_note();
         depth::check(expr, true)?;
         let compiled = self
             .env
@@ -286,6 +287,7 @@ impl Templar {
             };
         }
         depth::check(s, false)?;
+        filters::consumers::clear_note();
         let escaped = escape_backslashes(s);
         let escaped = chain::guard_chains(&escaped, false);
         let captured = self
@@ -541,6 +543,10 @@ fn convert(e: minijinja::Error, source: Option<&str>) -> Error {
     while let Some(s) = src {
         err = err.note(s.to_string());
         src = s.source();
+    }
+    // A filter that turned its result undefined explains the failure that followed.
+    if let Some(note) = filters::consumers::take_note() {
+        err = err.note(note);
     }
     if kind == ErrorKind::Undefined {
         err = err.help(

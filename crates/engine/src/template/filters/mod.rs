@@ -26,6 +26,7 @@ pub(crate) use paths::expand_user;
 pub(crate) use regexes::py_regex;
 
 mod collections;
+pub(crate) mod consumers;
 mod crypt;
 mod encoding;
 mod json_yaml;
@@ -178,6 +179,8 @@ pub fn register(env: &mut Environment<'static>) {
     super::ipaddr::register(env);
     super::lookups::register(env);
     super::toml_filters::register(env);
+    // Last: these replace filters registered above.
+    consumers::register(env);
 }
 
 // ---------------------------------------------------------------------------
