@@ -171,6 +171,14 @@ static HEADER: LazyLock<regex::Regex> = LazyLock::new(|| {
 static ENV_LINE: LazyLock<regex::Regex> =
     LazyLock::new(|| regex::Regex::new(r"^\S+=").expect("valid regex"));
 
+/// ansible-core's pattern for a variable's line: `^<name>=`, the name as a Python regular
+/// expression (not escaped), anchored at the line's start as `re.match` is.
+fn env_regex(name: &str) -> std::result::Result<fancy_regex::Regex, String> {
+    crate::ansible::pyre::compile(&format!("\\A(?:^{name}=)"), false, false).map_err(|e| {
+        format!("cron: the variable name {name:?} is not a valid regular expression: {e}")
+    })
+}
+
 /// Python's `str.splitlines()`.
 fn splitlines(s: &str) -> Vec<String> {
     match super::py_splitlines(s) {
@@ -286,20 +294,25 @@ impl CronTab {
         self.lines = out;
     }
 
-    fn find_env(&self, name: &str) -> Option<(usize, String)> {
-        let prefix = format!("{name}=");
-        self.lines
+    /// The first line that Ansible's `re.match(r'^%s=' % name, line)` finds: the name
+    /// is a Python regular expression (ansible-core formats it into the pattern as it is,
+    /// so `A.B` also finds `AXB=…`), matched at the start of the line.
+    fn find_env(&self, name: &str) -> std::result::Result<Option<(usize, String)>, String> {
+        let re = env_regex(name)?;
+        Ok(self
+            .lines
             .iter()
-            .position(|l| l.starts_with(&prefix))
-            .map(|i| (i, self.lines[i].clone()))
+            .position(|l| re.is_match(l).unwrap_or(false))
+            .map(|i| (i, self.lines[i].clone())))
     }
 
-    /// Every `name=` line replaced by `decl` (`Some`) or dropped (`None`).
-    fn update_env(&mut self, name: &str, decl: Option<&str>) {
-        let prefix = format!("{name}=");
+    /// Every line [`CronTab::find_env`]'s pattern matches replaced by `decl` (`Some`) or
+    /// dropped (`None`).
+    fn update_env(&mut self, name: &str, decl: Option<&str>) -> std::result::Result<(), String> {
+        let re = env_regex(name)?;
         let mut out = Vec::new();
         for l in std::mem::take(&mut self.lines) {
-            if l.starts_with(&prefix) {
+            if re.is_match(&l).unwrap_or(false) {
                 if let Some(d) = decl {
                     out.push(d.to_string());
                 }
@@ -308,6 +321,7 @@ impl CronTab {
             }
         }
         self.lines = out;
+        Ok(())
     }
 
     fn job_line(&self, c: &Checked, job: &str) -> String {
@@ -482,13 +496,13 @@ fn decide(c: &Checked, mut tab: CronTab) -> std::result::Result<Decision, String
     let present = c.state == State::Present;
     if c.env {
         let decl = format!("{}=\"{}\"", c.name, c.job.as_deref().unwrap_or_default());
-        let old = tab.find_env(&c.name);
+        let old = tab.find_env(&c.name)?;
         match (present, old) {
             (true, None) => {
                 let other = c.insertafter.as_ref().or(c.insertbefore.as_ref());
                 match other {
                     None => tab.lines.insert(0, decl),
-                    Some(o) => match tab.find_env(o) {
+                    Some(o) => match tab.find_env(o)? {
                         Some((i, _)) => {
                             let at = if c.insertafter.is_some() { i + 1 } else { i };
                             tab.lines.insert(at, decl);
@@ -499,11 +513,11 @@ fn decide(c: &Checked, mut tab: CronTab) -> std::result::Result<Decision, String
                 changed = true;
             }
             (true, Some((_, line))) if line != decl => {
-                tab.update_env(&c.name, Some(&decl));
+                tab.update_env(&c.name, Some(&decl))?;
                 changed = true;
             }
             (false, Some(_)) => {
-                tab.update_env(&c.name, None);
+                tab.update_env(&c.name, None)?;
                 changed = true;
             }
             _ => {}
@@ -722,6 +736,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!(d5.tab.render(), "MAILTO=x\n");
+    }
+
+    /// ansible-core finds a variable with `re.match(r'^%s=' % name, line)`: the name is
+    /// a regular expression, anchored at the line's start.
+    #[test]
+    fn env_names_are_patterns_as_in_ansible() {
+        let tab = CronTab::from_crontab("AXB=\"1\"\nKEEP=\"2\"\nX_AB=\"3\"\n");
+        let d = decide(
+            &c(json!({"name": "A.B", "env": true, "job": "9"})),
+            tab.clone(),
+        )
+        .unwrap();
+        assert!(d.changed);
+        assert_eq!(d.tab.render(), "A.B=\"9\"\nKEEP=\"2\"\nX_AB=\"3\"\n");
+        let d = decide(
+            &c(json!({"name": "A.B", "env": true, "state": "absent"})),
+            tab.clone(),
+        )
+        .unwrap();
+        assert_eq!(d.tab.render(), "KEEP=\"2\"\nX_AB=\"3\"\n");
+        // Alternation keeps Python's meaning (`^K|X_AB=`), still only at the line's start.
+        let d = decide(
+            &c(json!({"name": "KE|X_AB", "env": true, "state": "absent"})),
+            tab.clone(),
+        )
+        .unwrap();
+        assert_eq!(d.tab.render(), "AXB=\"1\"\n");
+        let e = decide(&c(json!({"name": "A(", "env": true, "job": "1"})), tab)
+            .err()
+            .unwrap();
+        assert!(e.contains("not a valid regular expression"), "{e}");
     }
 
     #[test]
