@@ -38,6 +38,8 @@ pub(crate) struct AnsibleCfg {
     pub(crate) become_: Option<bool>,
     /// `become_method` / `ANSIBLE_BECOME_METHOD`.
     pub(crate) become_method: Option<String>,
+    /// `become_flags` / `ANSIBLE_BECOME_FLAGS`: sudo's or su's options.
+    pub(crate) become_flags: Option<String>,
     /// `become_user` / `ANSIBLE_BECOME_USER`.
     pub(crate) become_user: Option<String>,
     /// `become_ask_pass` / `ANSIBLE_BECOME_ASK_PASS`.
@@ -66,7 +68,7 @@ enum Kind {
 }
 
 /// `(section, key, environment variable, kind)` of every setting kk reads.
-const SETTINGS: [(&str, &str, &str, Kind); 19] = [
+const SETTINGS: [(&str, &str, &str, Kind); 20] = [
     ("defaults", "inventory", "ANSIBLE_INVENTORY", Kind::PathList),
     (
         "defaults",
@@ -100,6 +102,12 @@ const SETTINGS: [(&str, &str, &str, Kind); 19] = [
         "privilege_escalation",
         "become_method",
         "ANSIBLE_BECOME_METHOD",
+        Kind::Text,
+    ),
+    (
+        "privilege_escalation",
+        "become_flags",
+        "ANSIBLE_BECOME_FLAGS",
         Kind::Text,
     ),
     (
@@ -462,6 +470,7 @@ impl AnsibleCfg {
             ("become", Value::Bool(b)) => self.become_ = Some(b),
             ("become_method", Value::Text(t)) => self.become_method = Some(t),
             ("become_user", Value::Text(t)) => self.become_user = Some(t),
+            ("become_flags", Value::Text(t)) => self.become_flags = Some(t),
             ("become_ask_pass", Value::Bool(b)) => self.become_ask_pass = Some(b),
             ("ssh_args", Value::Text(t)) => self.ssh_args = Some(t),
             ("enable_plugins", Value::List(l)) => self.inventory_enabled = Some(l),

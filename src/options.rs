@@ -384,6 +384,7 @@ pub(crate) fn play_defaults(
             .become_method
             .clone()
             .or_else(|| cfg.become_method.clone()),
+        become_flags: cfg.become_flags.clone(),
         become_password: None,
         ..PlayDefaults::default()
     };

@@ -61,12 +61,8 @@ impl Connection for LocalConnection {
             }
             Some(b) if b.user != self.current_user => {
                 let mut c = Command::new("sudo");
-                if b.password.is_some() {
-                    c.args(["-S", "-p", ""]);
-                } else {
-                    c.arg("-n");
-                }
-                c.args(["-H", "-u", &b.user, "--", "/bin/sh", "-c", &req.script]);
+                c.args(super::sudo_flags(b));
+                c.args(["-u", &b.user, "--", "/bin/sh", "-c", &req.script]);
                 c
             }
             _ => {

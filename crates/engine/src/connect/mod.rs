@@ -29,6 +29,67 @@ pub struct Become {
     pub password: Option<String>,
     /// How: sudo (the default) or su.
     pub method: BecomeMethod,
+    /// `become_flags`: sudo's or su's options as written (`None`: the method's default,
+    /// sudo's `-H -S -n`, none for su). They replace the default, as in Ansible.
+    pub flags: Option<String>,
+}
+
+/// Ansible's default `become_flags` for sudo.
+pub const SUDO_DEFAULT_FLAGS: &str = "-H -S -n";
+
+/// sudo's options for a become, as Ansible builds them from `become_flags` (default
+/// `-H -S -n`): with a password, `-n` goes (alone, or out of a cluster such as `-Hn`) and
+/// kk adds `-S` if missing (the password comes on standard input, never on a command
+/// line) and `-p ''` (no prompt in the output); without one, kk adds `-n` if missing, so
+/// sudo never waits for a password nobody will type (or reads the command's input as one).
+pub fn sudo_flags(b: &Become) -> Vec<String> {
+    let words = split_words(b.flags.as_deref().unwrap_or(SUDO_DEFAULT_FLAGS));
+    let short_has = |words: &[String], c: char| {
+        words
+            .iter()
+            .any(|w| w.starts_with('-') && !w.starts_with("--") && w[1..].contains(c))
+    };
+    if b.password.is_none() {
+        let mut out = words;
+        if !short_has(&out, 'n') && !out.iter().any(|w| w == "--non-interactive") {
+            out.push("-n".into());
+        }
+        return out;
+    }
+    let mut out: Vec<String> = Vec::new();
+    for w in words {
+        if w == "-n" || w == "--non-interactive" {
+            continue;
+        }
+        if w.starts_with('-') && !w.starts_with("--") {
+            // Ansible's `re.sub(r'^(-\w*)n(\w*.*)', r'\1\2', flag)`: the last `n` of the
+            // leading word characters goes.
+            let body: Vec<char> = w[1..].chars().collect();
+            let run = body
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || **c == '_')
+                .count();
+            if let Some(at) = body[..run].iter().rposition(|c| *c == 'n') {
+                let mut s = String::from("-");
+                s.extend(body[..at].iter());
+                s.extend(body[at + 1..].iter());
+                out.push(s);
+                continue;
+            }
+        }
+        out.push(w);
+    }
+    if !short_has(&out, 'S') && !out.iter().any(|w| w == "--stdin") {
+        out.push("-S".into());
+    }
+    out.push("-p".into());
+    out.push(String::new());
+    out
+}
+
+/// su's options for a become: `become_flags` as written (Ansible's default is none).
+pub fn su_flags(b: &Become) -> Vec<String> {
+    b.flags.as_deref().map(split_words).unwrap_or_default()
 }
 
 impl std::fmt::Debug for Become {
@@ -37,6 +98,7 @@ impl std::fmt::Debug for Become {
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "<hidden>"))
             .field("method", &self.method)
+            .field("flags", &self.flags)
             .finish()
     }
 }
@@ -601,6 +663,37 @@ pub fn check_sudo(out: ExecOutput, req: &ExecRequest, host: &str) -> Result<Exec
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Ansible's sudo command lines: `become_flags` replace `-H -S -n`; with a password
+    /// `-n` goes (kk then adds `-S -p ''`); without one kk keeps sudo non-interactive.
+    #[test]
+    fn sudo_and_su_flags_as_ansible_builds_them() {
+        let b = |flags: Option<&str>, pw: bool| Become {
+            user: "root".into(),
+            password: pw.then(|| "s3cret".to_string()),
+            method: BecomeMethod::Sudo,
+            flags: flags.map(str::to_string),
+        };
+        let j = |v: Vec<String>| v.join(" ");
+        assert_eq!(j(sudo_flags(&b(None, false))), "-H -S -n");
+        assert_eq!(j(sudo_flags(&b(None, true))), "-H -S -p ");
+        assert_eq!(j(sudo_flags(&b(Some("-E"), false))), "-E -n");
+        assert_eq!(j(sudo_flags(&b(Some("-E"), true))), "-E -S -p ");
+        assert_eq!(j(sudo_flags(&b(Some("-HSn -i"), true))), "-HS -i -p ");
+        assert_eq!(
+            j(sudo_flags(&b(Some("-H --non-interactive"), false))),
+            "-H --non-interactive"
+        );
+        assert!(!sudo_flags(&b(Some("-E"), true))
+            .iter()
+            .any(|f| f.contains("s3cret")));
+        let su = Become {
+            method: BecomeMethod::Su,
+            ..b(Some("-m  -s /bin/sh"), true)
+        };
+        assert_eq!(su_flags(&su), vec!["-m", "-s", "/bin/sh"]);
+        assert!(su_flags(&Become { flags: None, ..su }).is_empty());
+    }
 
     fn host(vars: serde_json::Value) -> Result<Arc<dyn Connection>> {
         let opts = ConnectOptions {

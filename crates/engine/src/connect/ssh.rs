@@ -523,12 +523,13 @@ fn plain_command(req: &ExecRequest) -> String {
 /// The request with sudo (or none) in front: `env K=V … [sudo …] [timeout …] /bin/sh -c SCRIPT`.
 fn sudo_command(req: &ExecRequest) -> String {
     let mut line = env_prefix(req);
-    if let Some(Become { user, password, .. }) = &req.become_ {
-        if password.is_some() {
-            line.push_str(&format!("sudo -H -S -p '' -u {} -- ", shell_quote(user)));
-        } else {
-            line.push_str(&format!("sudo -H -n -u {} -- ", shell_quote(user)));
+    if let Some(b) = &req.become_ {
+        line.push_str("sudo ");
+        for f in super::sudo_flags(b) {
+            line.push_str(&shell_quote(&f));
+            line.push(' ');
         }
+        line.push_str(&format!("-u {} -- ", shell_quote(&b.user)));
     }
     // After sudo, so the timeout may kill what sudo started.
     push_timeout_and_script(&mut line, req);
@@ -625,6 +626,7 @@ impl Connection for SshConnection {
             user,
             password: Some(_),
             method: BecomeMethod::Sudo,
+            ..
         }) = &req.become_
         {
             let known = self.sudo_nopasswd.lock().await.get(user).copied();
@@ -753,7 +755,7 @@ mod tests {
             password: None,
             ..Default::default()
         });
-        let inner = "env 'A=x y' sudo -H -n -u root -- timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''\nexit $?";
+        let inner = "env 'A=x y' sudo -H -S -n -u root -- timeout -s KILL 3 /bin/sh -c 'echo '\\''hi'\\'''\nexit $?";
         assert_eq!(
             command_line(&req, false),
             format!("exec /bin/sh -c {}", shell_quote(inner))

@@ -28,14 +28,24 @@ pub const MARKER: &str = "KK-BECOME-SU-OK";
 ///
 /// With a password, the line's input must start with the password and a newline (the
 /// rest is the command's input); without one, `su` gets no input and fails if it asks.
-/// Like Ansible, no `-l`: the target user's shell runs the command in the current
-/// environment (with `HOME`, `SHELL`, `USER`, `LOGNAME` of the target user).
+/// Like Ansible, no `-l` unless `become_flags` says so: the target user's shell runs the
+/// command in the current environment (with `HOME`, `SHELL`, `USER`, `LOGNAME` of the
+/// target user). `become_flags` go before the user, as Ansible puts them.
 pub fn line(b: &Become, inner: &str) -> String {
     let target = format!(
         "exec 0<&3 3<&-; printf '%s\\n' {} >&2; exec {}",
         MARKER, inner
     );
-    let su = format!("su {} -c {}", shell_quote(&b.user), shell_quote(&target));
+    let mut su = String::from("su ");
+    for f in super::su_flags(b) {
+        su.push_str(&shell_quote(&f));
+        su.push(' ');
+    }
+    su.push_str(&format!(
+        "{} -c {}",
+        shell_quote(&b.user),
+        shell_quote(&target)
+    ));
     if b.password.is_some() {
         format!(
             "{{ IFS= read -r kk_pw; printf '%s\\n' \"$kk_pw\" | {}; }} 3<&0",
@@ -134,6 +144,7 @@ mod tests {
             user: "kk".into(),
             password: password.map(str::to_string),
             method: BecomeMethod::Su,
+            flags: None,
         }
     }
 
@@ -147,6 +158,14 @@ mod tests {
         let l = line(&become_(None), "/bin/sh -c 'id'");
         assert!(l.ends_with("3<&0 </dev/null"), "{l}");
         assert!(input_prefix(&become_(None)).is_empty());
+        // become_flags go before the user, as Ansible's `su FLAGS USER -c CMD`.
+        let b = Become {
+            flags: Some("-m -s /bin/sh".into()),
+            ..become_(Some("s3cret"))
+        };
+        let l = line(&b, "id");
+        assert!(l.contains("| su -m -s /bin/sh kk -c "), "{l}");
+        assert!(!l.contains("s3cret"));
     }
 
     #[test]
@@ -203,6 +222,7 @@ mod tests {
             user: "root".into(),
             password: Some("unused".into()),
             method: BecomeMethod::Su,
+            flags: None,
         };
         let mut child = tokio::process::Command::new("/bin/sh")
             .arg("-c")

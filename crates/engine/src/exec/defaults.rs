@@ -47,6 +47,8 @@ pub struct PlayDefaults {
     pub become_user: Option<String>,
     /// `--become-method` / `become_method =`: the default of `become_method`.
     pub become_method: Option<String>,
+    /// `become_flags =` / `ANSIBLE_BECOME_FLAGS`: the default of `become_flags`.
+    pub become_flags: Option<String>,
     /// `-K`: the become password, below `ansible_become_password`. Never logged.
     pub become_password: Option<String>,
     /// `--start-at-task NAME`: tasks before the first one with this name are skipped.
@@ -80,6 +82,9 @@ impl PlayDefaults {
         if a.become_user.is_none() {
             a.become_user = self.become_user.clone().map(Keyword::Literal);
         }
+        if a.become_flags.is_none() {
+            a.become_flags = self.become_flags.clone().map(Keyword::Literal);
+        }
         if a.become_method.is_none() {
             a.become_method = self.become_method.as_ref().and_then(|m| {
                 BecomeMethod::from_value(&serde_json::Value::String(m.clone()))
@@ -96,6 +101,7 @@ impl std::fmt::Debug for PlayDefaults {
             .field("become_", &self.become_)
             .field("become_user", &self.become_user)
             .field("become_method", &self.become_method)
+            .field("become_flags", &self.become_flags)
             .field(
                 "become_password",
                 &self.become_password.as_ref().map(|_| "<hidden>"),

@@ -372,10 +372,30 @@ impl Runner {
                     })
                     .filter(|v| !v.is_null())
                     .map(|v| value_text(&v));
+                // `become_flags`: the method's variable (`ansible_sudo_flags`,
+                // `ansible_su_flags`) over `ansible_become_flags` (Ansible takes the last
+                // of its list that is set), over the keyword (whose default is ansible.cfg's).
+                let method_var = match method {
+                    crate::connect::BecomeMethod::Sudo => "ansible_sudo_flags",
+                    crate::connect::BecomeMethod::Su => "ansible_su_flags",
+                };
+                let flags = match become_var(view, method_var) {
+                    Ok(None) => become_var(view, "ansible_become_flags"),
+                    other => other,
+                };
+                let flags = match flags {
+                    Ok(Some(v)) => Some(value_text(&v)),
+                    Ok(None) => match self.keyword(&inner.attrs.become_flags, &ctx) {
+                        Ok(f) => f,
+                        Err(e) => return err(e.at(&t.span)),
+                    },
+                    Err(e) => return err(e.at(&t.span)),
+                };
                 Some(Become {
                     user,
                     password,
                     method,
+                    flags,
                 })
             }
             Ok(false) => None,

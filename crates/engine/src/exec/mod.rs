@@ -152,6 +152,7 @@ impl Scope {
                 become_: inherit(&a.become_, &o.become_),
                 become_user: inherit(&a.become_user, &o.become_user),
                 become_method: inherit(&a.become_method, &o.become_method),
+                become_flags: inherit(&a.become_flags, &o.become_flags),
                 remote_user: inherit(&a.remote_user, &o.remote_user),
                 environment: None,
                 ignore_errors: inherit(&a.ignore_errors, &o.ignore_errors),

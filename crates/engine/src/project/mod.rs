@@ -58,6 +58,8 @@ pub struct Inherited {
     pub become_user: Option<Keyword<String>>,
     /// `become_method` (sudo or su).
     pub become_method: Option<Keyword<BecomeMethod>>,
+    /// `become_flags`: the options given to sudo or su (sudo's default `-H -S -n`).
+    pub become_flags: Option<Keyword<String>>,
     /// `remote_user`: the login user, below the host's `ansible_user`, above `-u`.
     pub remote_user: Option<Keyword<String>>,
     /// `environment`, merged outer to inner.
