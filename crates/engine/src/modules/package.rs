@@ -1,5 +1,7 @@
 //! `package` (and `dnf`, `yum`; `apt` is [`super::apt`]): install, upgrade or remove OS packages with the
 //! host's package manager, chosen from facts (`ansible_pkg_mgr`) or found on the host.
+//! On an apt host `package` is [`super::apt`] with the same arguments (less `use`), as
+//! ansible-core's package action delegates, so its result has apt's fields.
 //!
 //! One script per call: it finds what is missing (or present, or upgradable), says so,
 //! and acts only when needed, so an unchanged host costs one round trip and reports
@@ -247,7 +249,7 @@ impl OneScript for Package {
         report_only: bool,
     ) -> Result<ModuleResult> {
         let module = self.forced.unwrap_or("package");
-        let a = check(module, raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
+        let a = check(module, raw.clone()).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
         let state = a.state.unwrap_or(State::Present);
         let names = &a.name.0;
         let use_ = a.use_.as_ref().map(|u| u.as_str().to_string());
@@ -285,6 +287,13 @@ impl OneScript for Package {
                 })?
             }
         };
+        // ansible-core's package action runs the host's package module with the task's
+        // arguments less `use`: on an apt host the result is apt's, field for field.
+        if manager == Manager::Apt && self.forced.is_none() {
+            let mut apt_args = raw;
+            apt_args.remove("use");
+            return super::apt::APT.script(ctx, apt_args, report_only).await;
+        }
         let names: Vec<String> = names.iter().map(|n| shell_quote(n)).collect();
         let list = names.join(" ");
         let mut script = String::from("export DEBIAN_FRONTEND=noninteractive LC_ALL=C\n");
