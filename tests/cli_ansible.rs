@@ -366,6 +366,138 @@ fn adhoc_prints_and_exits_as_ansible() {
     );
 }
 
+/// The JSON results of ad-hoc output (`h1 | SUCCESS => {…}` blocks, indented or on one
+/// line), by host, skipping everything else `-vvv` prints (Ansible's connection log).
+fn adhoc_results(out: &str) -> Vec<(String, serde_json::Value)> {
+    let mut found = Vec::new();
+    let mut lines = out.lines();
+    while let Some(l) = lines.next() {
+        let Some((host, rest)) = l.split_once(" | ") else {
+            continue;
+        };
+        let Some((_, json)) = rest.split_once(" => ") else {
+            continue;
+        };
+        let mut text = json.to_string();
+        if json == "{" {
+            for more in lines.by_ref() {
+                text.push('\n');
+                text.push_str(more);
+                if more == "}" {
+                    break;
+                }
+            }
+        }
+        if let Ok(v) = serde_json::from_str(&text) {
+            found.push((host.to_string(), v));
+        }
+    }
+    found
+}
+
+/// `-vvv` results carry `invocation.module_args`: every parameter of the module's spec,
+/// defaults filled, values converted to their types, aliases kept, no_log values masked;
+/// compared with the real `ansible -vvv` for the common modules whose arguments reach
+/// the module as written (not copy/template, whose action rewrites them).
+#[test]
+fn adhoc_vvv_shows_the_invocation_as_ansible() {
+    let p = project();
+    p.file("d/a.txt", "one\n").file("d/b.log", "two\n");
+    let d = p.path("d");
+    let d = d.display();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["-m".into(), "ping".into()],
+        vec!["-m".into(), "ping".into(), "-a".into(), "data=hi".into()],
+        vec![
+            "-m".into(),
+            "file".into(),
+            "-a".into(),
+            format!("dest={d}/t state=touch mode=0644 follow=yes"),
+        ],
+        vec![
+            "-m".into(),
+            "stat".into(),
+            "-a".into(),
+            format!("path={d}/a.txt get_checksum=no"),
+        ],
+        vec![
+            "-m".into(),
+            "lineinfile".into(),
+            "-a".into(),
+            format!("path={d}/a.txt line=three"),
+        ],
+        vec![
+            "-m".into(),
+            "find".into(),
+            "-a".into(),
+            format!("paths={d} patterns=*.txt,*.log"),
+        ],
+        vec![
+            "-m".into(),
+            "wait_for".into(),
+            "-a".into(),
+            format!("path={d}/a.txt timeout=5"),
+        ],
+        vec![
+            "-m".into(),
+            "command".into(),
+            "-a".into(),
+            "false".into(),
+            "-o".into(),
+        ],
+        vec![
+            "-m".into(),
+            "shell".into(),
+            "-a".into(),
+            "exit 3".into(),
+            "-o".into(),
+        ],
+    ];
+    for case in cases {
+        let mut args: Vec<&str> = vec!["-i", "inv.ini", "h1", "-vvv"];
+        args.extend(case.iter().map(String::as_str));
+        let mut kk_args = vec!["adhoc"];
+        kk_args.extend(args.iter().copied());
+        let k = kk(&p, &kk_args, &[]);
+        let a = ansible(&p, "ansible", &args, &[]);
+        let what = case.join(" ");
+        let (kr, ar) = (adhoc_results(&k.stdout), adhoc_results(&a.stdout));
+        assert_eq!(kr.len(), 1, "{what}: kk printed\n{}", k.describe());
+        assert_eq!(ar.len(), 1, "{what}: ansible printed\n{}", a.stdout);
+        assert_eq!(
+            kr[0].1.get("invocation"),
+            ar[0].1.get("invocation"),
+            "{what}: invocation differs\n--- kk:\n{}\n--- ansible:\n{}",
+            kr[0].1,
+            ar[0].1
+        );
+        assert!(kr[0].1.get("invocation").is_some(), "{what}: {}", k.stdout);
+    }
+    // Below -vvv neither shows it; a secret never shows (copy's content is no_log).
+    let k = kk(
+        &p,
+        &["adhoc", "-i", "inv.ini", "h1", "-m", "ping", "-vv"],
+        &[],
+    );
+    assert!(!k.stdout.contains("invocation"), "{}", k.stdout);
+    let dest = format!("dest={d}/s.txt content=s3cret-value");
+    let k = kk(
+        &p,
+        &[
+            "adhoc", "-i", "inv.ini", "h1", "-vvv", "-m", "copy", "-a", &dest,
+        ],
+        &[],
+    );
+    assert_eq!(k.code, 0, "{}", k.describe());
+    assert!(
+        k.stdout.contains("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"),
+        "{}",
+        k.stdout
+    );
+    assert!(!k.stdout.contains("s3cret-value"), "{}", k.stdout);
+    assert!(!k.stderr.contains("s3cret-value"), "{}", k.stderr);
+}
+
 #[test]
 fn step_asks_before_each_task_and_vvv_times_them() {
     let p = project();

@@ -102,6 +102,9 @@ pub(super) struct Extras {
     pub(super) group_by: Vec<String>,
     /// The result as shown to the user.
     pub(super) display: Option<Value>,
+    /// `invocation` (the module's arguments as it received them), shown from `-vvv` on
+    /// and never registered, as in Ansible; only for a task without a loop.
+    pub(super) invocation: Option<Value>,
 }
 
 impl Extras {
@@ -242,6 +245,9 @@ impl Runner {
         };
         args.extend(own);
         super::args::merge_raw_mapping(module, &mut args);
+        if self.opts.verbosity >= 3 {
+            extras.invocation = modules::invocation::invocation(module, &args);
+        }
         let Some(imp) = imp else {
             return err(
                 Error::new(ErrorKind::Syntax, format!("unknown module `{}`", module)).at(&t.span),

@@ -369,6 +369,15 @@ impl Runner {
         if o.no_log {
             result = json!({"censored": CENSORED, "changed": changed});
         }
+        // `-vvv` shows the module's arguments (not registered, and never under no_log).
+        if let (Some(inv), Some(obj), false, Status::Ok | Status::Changed | Status::Failed) = (
+            &o.extras.invocation,
+            result.as_object_mut(),
+            o.no_log,
+            o.status,
+        ) {
+            obj.entry("invocation").or_insert_with(|| inv.clone());
+        }
         let display = match o.status {
             _ if o.no_log => None,
             Status::Failed => super::item::failure_display(t, &result),

@@ -42,6 +42,7 @@ pub mod hostname;
 pub mod image;
 pub mod include_vars;
 pub mod inventory;
+pub mod invocation;
 pub mod known_hosts;
 pub mod lineinfile;
 pub mod modprobe;
