@@ -30,6 +30,7 @@ pub mod command;
 pub mod copy;
 pub mod cron;
 pub mod debug;
+pub mod dnf;
 pub mod fail;
 pub mod fetch;
 pub mod file;

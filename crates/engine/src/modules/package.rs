@@ -1,5 +1,7 @@
-//! `package` (and `dnf`, `yum`; `apt` is [`super::apt`]): install, upgrade or remove OS packages with the
-//! host's package manager, chosen from facts (`ansible_pkg_mgr`) or found on the host.
+//! `package`: install, upgrade or remove OS packages with the host's package manager,
+//! chosen from facts (`ansible_pkg_mgr`) or found on the host. On a dnf or yum host it is
+//! [`super::dnf`] with the same arguments (less `use`), as ansible-core's package action
+//! runs the dnf module.
 //! On an apt host `package` is [`super::apt`] with the same arguments (less `use`), as
 //! ansible-core's package action delegates, so its result has apt's fields.
 //!
@@ -118,14 +120,6 @@ pub struct Package {
 
 /// `package`: the manager comes from facts or the host.
 pub const PACKAGE: Package = Package { forced: None };
-/// `dnf`.
-pub const DNF: Package = Package {
-    forced: Some("dnf"),
-};
-/// `yum`.
-pub const YUM: Package = Package {
-    forced: Some("yum"),
-};
 
 /// Parses and checks the arguments without the host.
 fn check(module: &str, raw: VarMap) -> Result<PackageArgs> {
@@ -181,58 +175,6 @@ fn unsupported(module: &str, manager: &str) -> Error {
     .help("kk manages packages with apt, dnf or yum")
 }
 
-/// Ansible's dnf action (which `yum` also is in ansible-core 2.19) picks the backend from
-/// `use`/`use_backend`, else the host's package manager (facts, else asked); on a host
-/// whose manager is neither dnf nor yum it fails with Ansible's message and the
-/// `pkg_mgr` it found, before anything runs. `None`: the host has dnf or yum.
-async fn dnf_backend(
-    ctx: &ModuleContext,
-    a: &PackageArgs,
-    from_facts: Option<&str>,
-) -> Result<Option<ModuleResult>> {
-    const VALID_BACKENDS: &[&str] = &["yum", "yum4", "dnf", "dnf4", "dnf5"];
-    let mut backend = a
-        .use_
-        .as_ref()
-        .or(a.use_backend.as_ref())
-        .map(|t| t.as_str().to_string())
-        .unwrap_or_else(|| "auto".into());
-    if matches!(backend.as_str(), "yum" | "auto") {
-        if let Some(f) = from_facts {
-            backend = f.to_string();
-        }
-    }
-    if VALID_BACKENDS.contains(&backend.as_str()) {
-        return Ok(None);
-    }
-    let out = ctx
-        .exec(
-            "for t in dnf5 dnf yum apt-get zypper pacman apk; do command -v $t >/dev/null 2>&1 && { echo $t; exit 0; }; done; echo unknown",
-            None,
-        )
-        .await?;
-    let found = match String::from_utf8_lossy(&out.stdout).trim() {
-        "apt-get" => "apt".to_string(),
-        other => other.to_string(),
-    };
-    if VALID_BACKENDS.contains(&found.as_str()) {
-        return Ok(None);
-    }
-    let mut r = ModuleResult::changed(false).failed_too();
-    r.data.insert(
-        "msg".into(),
-        serde_json::json!([
-            "Could not detect which major revision of dnf is in use, which is required to determine module backend.",
-            "You should manually specify use_backend to tell the module whether to use the dnf4 or dnf5 backend})"
-        ]),
-    );
-    r.data.insert(
-        "ansible_facts".into(),
-        serde_json::json!({ "pkg_mgr": found }),
-    );
-    Ok(Some(r))
-}
-
 /// One script finds what is missing (or present, or upgradable) and acts, in one round
 /// trip; in check mode the same script stops after finding (the plan).
 #[async_trait]
@@ -260,11 +202,6 @@ impl OneScript for Package {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .filter(|s| !s.is_empty());
-        if matches!(module, "dnf" | "yum") {
-            if let Some(r) = dnf_backend(ctx, &a, from_facts.as_deref()).await? {
-                return Ok(r);
-            }
-        }
         let chosen = self
             .forced
             .map(str::to_string)
@@ -293,6 +230,15 @@ impl OneScript for Package {
             let mut apt_args = raw;
             apt_args.remove("use");
             return super::apt::APT.script(ctx, apt_args, report_only).await;
+        }
+        // On a dnf or yum host it runs the dnf module (yum is dnf's action in ansible-core
+        // 2.19), with the same arguments less `use`.
+        if manager != Manager::Apt {
+            let mut dnf_args = raw;
+            dnf_args.remove("use");
+            return super::dnf::DNF
+                .run_for_package(ctx, dnf_args, report_only)
+                .await;
         }
         let names: Vec<String> = names.iter().map(|n| shell_quote(n)).collect();
         let list = names.join(" ");
@@ -523,28 +469,20 @@ mod tests {
         );
         let e = check(&PACKAGE, json!({"name": "curl", "stat": "present"})).unwrap_err();
         assert!(e.message.contains("package") && e.message.contains("stat"));
-        let e = check(&DNF, json!({"state": "present"})).unwrap_err();
-        assert!(e.message.contains("dnf: `name` is required"));
+        let e = check(&PACKAGE, json!({"state": "present"})).unwrap_err();
+        assert!(e.message.contains("package: `name` is required"));
         assert!(check(&PACKAGE, json!({"autoremove": true})).is_ok());
         assert!(check(
             &PACKAGE,
             json!({"name": "x", "state": "absent", "purge": true})
         )
         .is_ok());
-        let e = check(&DNF, json!({"name": "x", "purge": true})).unwrap_err();
+        let e = check(&PACKAGE, json!({"name": "x", "use_backend": "dnf"})).unwrap_err();
         assert!(
-            e.message.contains("`purge` is an apt option"),
+            e.message.contains("`use_backend` is a dnf option"),
             "{}",
             e.message
         );
-        let e = check(&PACKAGE, json!({"name": "curl", "use": "zypper"})).unwrap_err();
-        assert!(e.message.contains("zypper"));
-        let e = check(
-            &DNF,
-            json!({"name": "x", "use": "dnf", "use_backend": "dnf"}),
-        )
-        .unwrap_err();
-        assert!(e.message.contains("mutually exclusive"), "{}", e.message);
         let e = check(&PACKAGE, json!({"name": "curl", "use": "zypper"})).unwrap_err();
         assert!(e.message.contains("zypper"));
     }

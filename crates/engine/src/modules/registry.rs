@@ -113,8 +113,8 @@ pub static REGISTRY: &[Entry] = &[
     module("package", &Planned(Scripted(package::PACKAGE))),
     module("image", &image::Image),
     module("apt", &Planned(Scripted(super::apt::APT))),
-    module("dnf", &Planned(Scripted(package::DNF))),
-    module("yum", &Planned(Scripted(package::YUM))),
+    module("dnf", &Planned(Scripted(super::dnf::DNF))),
+    module("yum", &Planned(Scripted(super::dnf::YUM))),
     module(FACTS_MODULE, &setup::Setup),
     // Ansible's `gather_facts` action runs `setup`; kept as its own name.
     module("gather_facts", &setup::Setup),
