@@ -206,8 +206,12 @@ struct PlayCtx {
     role_defaults: Vec<Arc<VarMap>>,
     role_vars: Vec<Arc<VarMap>>,
     magic: RwLock<Arc<VarMap>>,
-    /// `play_hosts`, `ansible_play_batch`, `ansible_play_hosts`: the batch's hosts still active.
+    /// `play_hosts` and `ansible_play_batch` (the batch's hosts still active, in the
+    /// play's `order`) and `ansible_play_hosts` (the play's hosts still active, in the
+    /// pattern's order, whatever the batch).
     play_hosts: RwLock<Arc<VarMap>>,
+    /// `ansible_play_hosts_all`: the play's hosts in the pattern's order.
+    play_hosts_all: Vec<String>,
     batch: Vec<String>,
     /// Size of the `serial` batch as Ansible counts it: with the hosts that failed in
     /// earlier plays (they take no part but fill their place in the batch).

@@ -14,7 +14,7 @@ use super::walk::play_hosts_map;
 use super::{PlayCtx, Runner, Scope};
 use crate::error::{Error, ErrorKind, Result};
 use crate::project::{
-    BatchSize, Inherited, Keyword, KeywordValue, Play, Serial, Strategy, Task, TaskKind,
+    BatchSize, HostOrder, Inherited, Keyword, KeywordValue, Play, Serial, Strategy, Task, TaskKind,
 };
 use crate::report::Event;
 use crate::vars::{Layers, Magic, VarMap, VarView};
@@ -33,6 +33,8 @@ pub(super) struct PlayKeywords {
     pub(super) force_handlers: bool,
     /// `max_fail_percentage`.
     pub(super) max_fail_percentage: Option<f64>,
+    /// `order`.
+    order: HostOrder,
 }
 
 impl Runner {
@@ -63,10 +65,12 @@ impl Runner {
             gather_facts: get(self, &play.gather_facts, &ctx)?.unwrap_or(true),
             force_handlers: get(self, &play.force_handlers, &ctx)?.unwrap_or(false),
             max_fail_percentage: get(self, &play.max_fail_percentage, &ctx)?.map(|p| p.0),
+            order: get(self, &play.order, &ctx)?.unwrap_or_default(),
         })
     }
 
-    /// Resolves the play's host patterns (templated with extra vars and config).
+    /// Resolves the play's host patterns (templated with extra vars and config), in the
+    /// order the pattern selects them (`ansible_play_hosts_all`'s; `order` applies later).
     fn play_hosts(&self, play: &Play) -> Result<Vec<String>> {
         let mut l = Layers::default();
         l.push(self.config.clone());
@@ -121,7 +125,10 @@ impl Runner {
                 return Ok(true);
             }
             let kw = self.play_keywords(&play)?;
-            for full in serial_batches(kw.serial.as_ref(), &matched) {
+            // Batches and each batch's hosts follow `order`; ansible_play_hosts(_all) keep
+            // the pattern's order (ansible-core's get_hosts with and without `order`).
+            let ordered = kw.order.apply(&matched);
+            for full in serial_batches(kw.serial.as_ref(), &ordered) {
                 let batch: Vec<String> = full.iter().filter(|h| !gone(h)).cloned().collect();
                 if batch.is_empty() {
                     // A batch of hosts that all failed earlier: Ansible starts it and
@@ -257,7 +264,8 @@ impl Runner {
             role_defaults,
             role_vars,
             magic: RwLock::new(Arc::new(magic)),
-            play_hosts: RwLock::new(Arc::new(play_hosts_map(batch))),
+            play_hosts: RwLock::new(Arc::new(play_hosts_map(&self.still_in(all), batch))),
+            play_hosts_all: all.to_vec(),
             batch: batch.to_vec(),
             batch_size,
             abort: AtomicBool::new(false),

@@ -15,23 +15,30 @@ use crate::vars::VarMap;
 impl Runner {
     /// Recomputes `play_hosts` and friends after hosts failed or were rescued.
     pub(super) fn refresh_play_hosts(&self, pc: &PlayCtx) {
-        let active: Vec<String> = {
-            let states = self.hosts.lock().unwrap();
-            pc.batch
-                .iter()
-                .filter(|h| {
-                    states
-                        .get(*h)
-                        .map(|s| !s.failed && !s.unreachable)
-                        .unwrap_or(true)
-                })
-                .cloned()
-                .collect()
-        };
+        let batch = self.still_in(&pc.batch);
         let current = pc.play_hosts.read().unwrap().clone();
-        if current.get("play_hosts") != Some(&Value::from(active.clone())) {
-            *pc.play_hosts.write().unwrap() = Arc::new(play_hosts_map(&active));
+        let all = self.still_in(&pc.play_hosts_all);
+        if current.get("play_hosts") != Some(&Value::from(batch.clone()))
+            || current.get("ansible_play_hosts") != Some(&Value::from(all.clone()))
+        {
+            *pc.play_hosts.write().unwrap() = Arc::new(play_hosts_map(&all, &batch));
         }
+    }
+
+    /// The hosts of a list that have not failed and are not unreachable (Ansible's hosts
+    /// not in the play's `_removed_hosts`), in the list's order.
+    pub(super) fn still_in(&self, hosts: &[String]) -> Vec<String> {
+        let states = self.hosts.lock().unwrap();
+        hosts
+            .iter()
+            .filter(|h| {
+                states
+                    .get(*h)
+                    .map(|s| !s.failed && !s.unreachable)
+                    .unwrap_or(true)
+            })
+            .cloned()
+            .collect()
     }
 
     /// Hosts of a list that can still run tasks.
@@ -363,11 +370,13 @@ fn runs_for(answers: &[Answers], i: usize, n: &str) -> bool {
                 .any(|a| a.name == me.name && a.listen.iter().any(|l| l == n)))
 }
 
-/// The play-host magic variables for the hosts still active.
-pub(super) fn play_hosts_map(active: &[String]) -> VarMap {
+/// The play-host magic variables: `ansible_play_hosts` the play's hosts still active,
+/// `ansible_play_batch` and `play_hosts` the batch's.
+pub(super) fn play_hosts_map(play: &[String], batch: &[String]) -> VarMap {
     let mut m = VarMap::new();
-    for k in ["play_hosts", "ansible_play_batch", "ansible_play_hosts"] {
-        m.insert(k.into(), Value::from(active.to_vec()));
+    m.insert("ansible_play_hosts".into(), Value::from(play.to_vec()));
+    for k in ["play_hosts", "ansible_play_batch"] {
+        m.insert(k.into(), Value::from(batch.to_vec()));
     }
     m
 }

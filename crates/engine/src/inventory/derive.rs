@@ -204,16 +204,30 @@ impl Inventory {
         combine_vars(self.kubekey_form, base, over);
     }
 
+    /// A group's hosts in Ansible's order (`Group.get_hosts`): its own, then its children's
+    /// own, then their children's, a level at a time. Ansible walks a level's groups in
+    /// set order (not fixed) from the second level of children on; kk walks them in the
+    /// order they were reached, children in file order.
     fn resolve_members(&self, g: &str, resolved: &mut HashMap<String, Vec<String>>) -> Vec<String> {
         if let Some(m) = resolved.get(g) {
             return m.clone();
         }
-        let Some(def) = self.groups.get(g) else {
-            return Vec::new();
-        };
-        let mut out: IndexSet<String> = def.hosts.iter().cloned().collect();
-        for (c, _) in &def.children {
-            out.extend(self.resolve_members(c, resolved));
+        let mut out: IndexSet<String> = IndexSet::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut level: Vec<&str> = vec![g];
+        while !level.is_empty() {
+            let mut next: Vec<&str> = Vec::new();
+            for name in level {
+                if !seen.insert(name) {
+                    continue;
+                }
+                let Some(def) = self.groups.get(name) else {
+                    continue;
+                };
+                out.extend(def.hosts.iter().cloned());
+                next.extend(def.children.keys().map(String::as_str));
+            }
+            level = next;
         }
         let out: Vec<String> = out.into_iter().collect();
         resolved.insert(g.to_string(), out.clone());

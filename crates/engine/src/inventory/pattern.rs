@@ -4,9 +4,13 @@
 //! Parsing and evaluation are separate so a play's `hosts:` can be checked when the
 //! playbook loads and evaluated later, against the inventory as it is then.
 //!
+//! Results come in Ansible's order: the terms' hosts in pattern order (unions first, then
+//! intersections and exclusions, which keep that order), each group's hosts in the
+//! group's own order, a glob's groups in inventory order before its hosts.
+//!
 //! Where we differ from Ansible on purpose: `group|random` is refused (kk is
-//! deterministic), a malformed subscript (`web[1:x]`) is an error instead of a
-//! character class, and results come back in inventory order, not pattern order.
+//! deterministic), and a malformed subscript (`web[1:x]`) is an error instead of a
+//! character class.
 
 use indexmap::{IndexMap, IndexSet};
 use regex::Regex;
@@ -338,7 +342,8 @@ impl Pattern {
     /// `all` is every inventory host in order; `groups` maps each group (including
     /// `all` and `ungrouped`) to its hosts. Names in [`LOCALHOST_NAMES`] select the
     /// implicit `localhost` when nothing else matches them. The result is de-duplicated
-    /// and in inventory order, with an implicit `localhost` last.
+    /// and in Ansible's order (`InventoryManager._evaluate_patterns`): a host where its
+    /// pattern term first brings it, each term's hosts in the order it matches them.
     pub fn evaluate(
         &self,
         all: &IndexSet<String>,
@@ -360,9 +365,7 @@ impl Pattern {
                 }
             }
         }
-        let mut out: Vec<String> = hosts.into_iter().collect();
-        out.sort_by_key(|h| all.get_index_of(h).unwrap_or(usize::MAX));
-        Ok(out)
+        Ok(hosts.into_iter().collect())
     }
 
     fn match_term(
@@ -488,14 +491,17 @@ mod tests {
 
     #[test]
     fn set_operations_in_ansible_order() {
-        assert_eq!(sel("db:web1"), ["web1", "db1", "db2"]);
-        assert_eq!(sel("db,web1"), ["web1", "db1", "db2"]);
-        assert_eq!(sel(" db , web1 "), ["web1", "db1", "db2"]);
+        // Pattern order, each group in its own order (db is db2, db1).
+        assert_eq!(sel("db:web1"), ["db2", "db1", "web1"]);
+        assert_eq!(sel("db,web1"), ["db2", "db1", "web1"]);
+        assert_eq!(sel(" db , web1 "), ["db2", "db1", "web1"]);
+        assert_eq!(sel("web1:db:web"), ["web1", "db2", "db1", "web2", "web3"]);
         assert_eq!(sel("web:&prod"), ["web1"]);
         assert_eq!(sel("web:!prod"), ["web2", "web3"]);
         // Exclusions apply last even when written first; intersections after unions.
         assert_eq!(sel("!web1:web"), ["web2", "web3"]);
         assert_eq!(sel("&prod:web:db"), ["web1", "db1"]);
+        assert_eq!(sel("db:web:&prod"), ["db1", "web1"]);
         // Only exclusions: applied to all.
         assert_eq!(sel("!web"), ["db1", "db2", "lb.example.com"]);
         assert_eq!(sel("web:db:&prod:!db1"), ["web1"]);
@@ -505,7 +511,7 @@ mod tests {
     fn subscripts_are_inclusive() {
         assert_eq!(sel("web[0]"), ["web1"]);
         assert_eq!(sel("web[-1]"), ["web3"]);
-        assert_eq!(sel("db[0]"), ["db2"]); // group order, then sorted into inventory order
+        assert_eq!(sel("db[0]"), ["db2"]); // the group's own order
         assert_eq!(sel("web[1:2]"), ["web2", "web3"]);
         assert_eq!(sel("web[1:]"), ["web2", "web3"]);
         assert_eq!(sel("web[:1]"), ["web1", "web2"]);
@@ -527,11 +533,12 @@ mod tests {
     #[test]
     fn char_classes_and_regex() {
         assert_eq!(sel("web[!1]*"), ["web2", "web3"]);
-        assert_eq!(sel("d[ab]*"), ["db1", "db2"]);
+        assert_eq!(sel("d[ab]*"), ["db2", "db1"]); // group db matches, in its order
         assert_eq!(sel("~web[12]"), ["web1", "web2"]);
         assert_eq!(sel("~(web|db)1"), ["web1", "db1"]);
         // Globs match group names too: `d*` matches group `db` and hosts db1, db2.
-        assert_eq!(sel("d*"), ["db1", "db2"]);
+        // The group's hosts first (db2, db1), then the matching hosts not already there.
+        assert_eq!(sel("d*"), ["db2", "db1"]);
         assert_eq!(sel("pro?"), ["web1", "db1"]);
     }
 
@@ -540,7 +547,8 @@ mod tests {
         assert_eq!(sel("localhost"), ["localhost"]);
         assert_eq!(sel("127.0.0.1"), ["localhost"]);
         assert_eq!(sel("::1"), ["localhost"]);
-        assert_eq!(sel("localhost:web[0]"), ["web1", "localhost"]);
+        assert_eq!(sel("localhost:web[0]"), ["localhost", "web1"]);
+        assert_eq!(sel("web[0]:localhost"), ["web1", "localhost"]);
         assert!(!sel("all").contains(&"localhost".to_string()));
     }
 

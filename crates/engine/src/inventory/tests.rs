@@ -192,9 +192,10 @@ fn select_on_inventory() {
     assert_eq!(inv.select("web:&prod").unwrap(), ["web01.example.com"]);
     assert_eq!(inv.select("db[0]").unwrap(), ["db1"]);
     assert_eq!(inv.select("db[1:2]").unwrap(), ["db2", "db-a"]);
+    // Pattern order, as `ansible staging:db_primary --list-hosts` lists them.
     assert_eq!(
         inv.select("staging:db_primary").unwrap(),
-        ["web03.example.com", "db1", "extra1"]
+        ["web03.example.com", "extra1", "db1"]
     );
     assert_eq!(
         inv.select("*.example.com:!web02*").unwrap(),
@@ -203,6 +204,21 @@ fn select_on_inventory() {
     assert_eq!(inv.select("db_*").unwrap(), ["db1", "db2", "db-a", "db-b"]);
     assert!(inv.select("nosuch").unwrap().is_empty());
     assert!(inv.select("web[1:x]").is_err());
+}
+
+#[test]
+fn group_hosts_a_level_of_children_at_a_time() {
+    // Ansible's Group.get_hosts: own hosts, children's, grandchildren's (not depth first),
+    // and a play on a group runs in that order, not all's.
+    let inv = parse(
+        "all:\n  hosts: {h1: , h2: , h3: }\n  children:\n    parent:\n      children:\n        left:\n          hosts: {h2: }\n          children:\n            deep:\n              hosts: {h1: }\n        right:\n          hosts: {h3: }\n    rev:\n      hosts: {h3: , h2: , h1: }\n",
+    )
+    .unwrap();
+    assert_eq!(inv.groups()["parent"], strs(&["h2", "h3", "h1"]));
+    assert_eq!(inv.select("parent").unwrap(), strs(&["h2", "h3", "h1"]));
+    assert_eq!(inv.select("rev").unwrap(), strs(&["h3", "h2", "h1"]));
+    assert_eq!(inv.select("all").unwrap(), strs(&["h1", "h2", "h3"]));
+    assert_eq!(inv.select("rev:!h2").unwrap(), strs(&["h3", "h1"]));
 }
 
 #[test]

@@ -302,6 +302,55 @@ impl KeywordValue for Strategy {
     }
 }
 
+/// `order`: the order a play's hosts run in and are cut into `serial` batches, from
+/// the order its host pattern selects them (`ansible_play_hosts` keeps that one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostOrder {
+    /// As the pattern selects them (the default).
+    #[default]
+    Inventory,
+    /// By name.
+    Sorted,
+    /// By name, last first.
+    ReverseSorted,
+    /// The pattern's order reversed.
+    ReverseInventory,
+    /// Ansible shuffles; kk is deterministic and keeps the pattern's order.
+    Shuffle,
+}
+
+impl HostOrder {
+    /// `hosts` (in the pattern's order) in this order.
+    pub fn apply(self, hosts: &[String]) -> Vec<String> {
+        let mut out = hosts.to_vec();
+        match self {
+            HostOrder::Inventory | HostOrder::Shuffle => {}
+            HostOrder::Sorted => out.sort(),
+            HostOrder::ReverseSorted => out.sort_by(|a, b| b.cmp(a)),
+            HostOrder::ReverseInventory => out.reverse(),
+        }
+        out
+    }
+}
+
+impl KeywordValue for HostOrder {
+    const EXPECTED: &'static str =
+        "a host order (`inventory`, `sorted`, `reverse_sorted`, `reverse_inventory` or `shuffle`)";
+    const HELP: &'static str =
+        "use inventory (the default), sorted, reverse_sorted, reverse_inventory or shuffle";
+    const EXAMPLE: &'static str = "sorted";
+    fn from_value(v: &Value) -> std::result::Result<HostOrder, Option<String>> {
+        match v.as_str() {
+            Some("inventory") => Ok(HostOrder::Inventory),
+            Some("sorted") => Ok(HostOrder::Sorted),
+            Some("reverse_sorted") => Ok(HostOrder::ReverseSorted),
+            Some("reverse_inventory") => Ok(HostOrder::ReverseInventory),
+            Some("shuffle") => Ok(HostOrder::Shuffle),
+            _ => Err(None),
+        }
+    }
+}
+
 /// One `serial` batch size: a number of hosts or a percentage of the play's hosts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum BatchSize {
@@ -440,6 +489,23 @@ mod tests {
 
     fn resolved<T: KeywordValue>(kw: &'static str, text: &str, vars: Value) -> Result<Option<T>> {
         parse::<T>(kw, text)?.resolve(&Templar::new(), &to_mj(&vars))
+    }
+
+    #[test]
+    fn host_order() {
+        let h: Vec<String> = ["h3", "h10", "h1"].iter().map(|s| s.to_string()).collect();
+        let o = |t: &str| match parse::<HostOrder>("order", t).unwrap() {
+            Keyword::Literal(o) => o.apply(&h),
+            _ => unreachable!(),
+        };
+        assert_eq!(o("inventory"), ["h3", "h10", "h1"]);
+        assert_eq!(o("shuffle"), ["h3", "h10", "h1"]);
+        assert_eq!(o("sorted"), ["h1", "h10", "h3"]);
+        assert_eq!(o("reverse_sorted"), ["h3", "h10", "h1"]);
+        assert_eq!(o("reverse_inventory"), ["h1", "h10", "h3"]);
+        assert!(parse::<HostOrder>("order", "random").is_err());
+        let r = resolved::<HostOrder>("order", "'{{ o }}'", json!({"o": "sorted"}));
+        assert_eq!(r.unwrap(), Some(HostOrder::Sorted));
     }
 
     #[test]

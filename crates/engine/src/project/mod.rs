@@ -16,7 +16,8 @@ pub mod kv;
 pub mod load;
 
 pub use keyword::{
-    inherit, BatchSize, BecomeMethod, Keyword, KeywordValue, LoopControl, Percent, Seconds, Serial,
+    inherit, BatchSize, BecomeMethod, HostOrder, Keyword, KeywordValue, LoopControl, Percent,
+    Seconds, Serial,
 };
 #[cfg(test)]
 pub use load::load_playbook;
@@ -119,6 +120,8 @@ pub struct Play {
     pub max_fail_percentage: Option<Keyword<Percent>>,
     /// `force_handlers`.
     pub force_handlers: Option<Keyword<bool>>,
+    /// `order`: the order hosts run in and are batched (the pattern's when absent).
+    pub order: Option<Keyword<HostOrder>>,
     /// Keywords inherited by every task (including play `vars`).
     pub attrs: Inherited,
     /// Directory of the playbook file that defines the play.

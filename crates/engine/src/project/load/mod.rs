@@ -267,6 +267,7 @@ impl Loader {
             strategy: Keyword::from_node(node, "strategy")?,
             max_fail_percentage: Keyword::from_node(node, "max_fail_percentage")?,
             force_handlers: Keyword::from_node(node, "force_handlers")?,
+            order: Keyword::from_node(node, "order")?,
             attrs,
             dir: dir.to_path_buf(),
             span: node.span.clone(),
