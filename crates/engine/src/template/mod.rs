@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result, Span};
 
+pub(crate) mod arith;
 pub mod chain;
+pub mod datetime;
 pub(crate) mod depth;
 pub mod filters;
 pub(crate) mod includes;
@@ -239,6 +241,7 @@ impl Templar {
         env.add_global("omit", OMIT);
         env.add_function(chain::CHAIN_FN, chain::chain);
         filters::register(&mut env);
+        datetime::register(&mut env);
         Templar { env }
     }
 
@@ -259,9 +262,10 @@ impl Templar {
     pub fn eval_expr(&self, expr: &str, ctx: &minijinja::Value) -> Result<minijinja::Value> {
         filters::consumers::clear_note();
         depth::check(expr, true)?;
+        let guarded = chain::guard_chains(expr, true);
         let compiled = self
             .env
-            .compile_expression_owned(chain::guard_chains(expr, true).into_owned())
+            .compile_expression_owned(arith::rewrite_sub(&guarded, true).into_owned())
             .map_err(|e| convert_error(e, expr))?;
         compiled.eval(ctx).map_err(|e| convert_error(e, expr))
     }
@@ -290,6 +294,7 @@ impl Templar {
         filters::consumers::clear_note();
         let escaped = escape_backslashes(s);
         let escaped = chain::guard_chains(&escaped, false);
+        let escaped = arith::rewrite_sub(&escaped, false);
         let captured = self
             .env
             .template_from_str(&escaped)
@@ -309,8 +314,9 @@ impl Templar {
     /// Trailing newlines of the template are kept the way Ansible keeps them.
     pub fn render_text(&self, s: &str, ctx: &minijinja::Value) -> Result<String> {
         depth::check(s, false)?;
+        let guarded = chain::guard_chains(s, false);
         self.env
-            .render_str(&chain::guard_chains(s, false), ctx)
+            .render_str(&arith::rewrite_sub(&guarded, false), ctx)
             .map(|r| preserve_trailing_newlines(s, r))
             .map_err(|e| convert_error(e, s))
     }
@@ -329,6 +335,7 @@ impl Templar {
     ) -> Result<String> {
         depth::check(s, false)?;
         let guarded = chain::guard_chains(s, false);
+        let guarded = arith::rewrite_sub(&guarded, false);
         let other;
         let env = if trim_blocks && !lstrip_blocks {
             &self.env
@@ -461,7 +468,8 @@ pub fn to_json(v: &minijinja::Value, source: &str) -> Result<Value> {
     if filters::strict::holds_undefined(v) {
         return Err(convert_error(filters::strict::undefined_inside(), source));
     }
-    serde_json::to_value(v)
+    let stored = datetime::storable(v).map_err(|e| convert_error(e, source))?;
+    serde_json::to_value(stored.as_ref().unwrap_or(v))
         .map_err(|e| Error::new(ErrorKind::Template, format!("{} (in `{}`)", e, source)))
 }
 

@@ -38,7 +38,7 @@ mod picks;
 pub(crate) mod pyrandom;
 mod regexes;
 pub(crate) mod strict;
-mod text;
+pub(crate) mod text;
 mod types;
 pub(crate) mod urls;
 mod vaulting;
@@ -204,6 +204,13 @@ pub(crate) fn py_type(v: &Value) -> &'static str {
         ValueKind::Bytes => "bytes",
         ValueKind::Seq | ValueKind::Iterable => "list",
         ValueKind::Map => "dict",
+        _ if v
+            .downcast_object_ref::<super::datetime::DateTime>()
+            .is_some() =>
+        {
+            "datetime"
+        }
+        _ if v.downcast_object_ref::<super::datetime::Delta>().is_some() => "timedelta",
         _ => "object",
     }
 }

@@ -171,10 +171,15 @@ pub(super) fn strftime(
     if !ok {
         return Err(fail(format!("strftime: the time {} is out of range", t)));
     }
+    c_strftime(&fmt, &tm)
+}
+
+/// The C library's strftime of `tm` (Python's `time.strftime`).
+pub(crate) fn c_strftime(fmt: &str, tm: &libc::tm) -> Result<String, Error> {
     if fmt.contains('\0') {
         return Err(fail("strftime: the format contains a NUL character"));
     }
-    let cfmt = std::ffi::CString::new(fmt.clone()).map_err(|e| fail(e.to_string()))?;
+    let cfmt = std::ffi::CString::new(fmt).map_err(|e| fail(e.to_string()))?;
     let mut size = 256usize.max(fmt.len() * 8);
     loop {
         let mut buf = vec![0u8; size];
@@ -184,7 +189,7 @@ pub(super) fn strftime(
                 buf.as_mut_ptr() as *mut libc::c_char,
                 size,
                 cfmt.as_ptr(),
-                &tm,
+                tm,
             )
         };
         if n > 0 || fmt.is_empty() {
