@@ -204,6 +204,34 @@ pub trait Connection: Send + Sync {
 
     /// Closes the connection at the end of the run.
     async fn close(&self) {}
+
+    /// What the connection has carried so far (the recap's per-host transport figures).
+    fn transport(&self) -> Transport {
+        Transport::default()
+    }
+}
+
+/// What one host's connection carried during a run, reported in the JSON recap so the
+/// cost of a flow per host (round trips, bytes, logins) is visible without a profiler.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Transport {
+    /// Remote commands run (each one round trip; file reads included).
+    pub commands: u64,
+    /// Bytes sent to the host: scripts and their standard input.
+    pub bytes_sent: u64,
+    /// Bytes received: standard output and error, files read.
+    pub bytes_received: u64,
+    /// SSH logins (masters opened; 0 for a local connection).
+    pub logins: u64,
+}
+
+impl std::ops::AddAssign for Transport {
+    fn add_assign(&mut self, o: Transport) {
+        self.commands += o.commands;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.logins += o.logins;
+    }
 }
 
 /// Where a run keeps connection state.
@@ -606,6 +634,10 @@ impl Connection for NulGuard {
 
     async fn close(&self) {
         self.inner.close().await
+    }
+
+    fn transport(&self) -> Transport {
+        self.inner.transport()
     }
 }
 

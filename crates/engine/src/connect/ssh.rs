@@ -119,6 +119,8 @@ pub struct SshConnection {
     /// Whether the current master's connection has its [`REAPER`] (started by the first
     /// command on it); cleared when the master is opened again.
     reaper_started: std::sync::atomic::AtomicBool,
+    /// Masters opened so far (the recap's `logins`).
+    logins: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for SshConnection {
@@ -164,6 +166,7 @@ impl SshConnection {
             sudo_nopasswd: Mutex::new(std::collections::HashMap::new()),
             dir,
             reaper_started: std::sync::atomic::AtomicBool::new(false),
+            logins: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -335,6 +338,8 @@ impl SshConnection {
             };
             return Err(err);
         }
+        self.logins
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Session::resume_mux(
             ctl.into_boxed_path(),
             Some(log.into_boxed_path()),
@@ -707,6 +712,13 @@ impl Connection for SshConnection {
                         .await;
                 }
             }
+        }
+    }
+
+    fn transport(&self) -> super::Transport {
+        super::Transport {
+            logins: self.logins.load(std::sync::atomic::Ordering::Relaxed),
+            ..Default::default()
         }
     }
 }

@@ -364,14 +364,20 @@ async fn run_loaded(
         }
     }
     async_job::wait_for_jobs().await;
-    let conns: Vec<_> = runner
-        .conns
-        .lock()
-        .unwrap()
-        .drain()
-        .map(|(_, c)| c)
-        .collect();
-    for c in conns {
+    let conns: Vec<_> = runner.conns.lock().unwrap().drain().collect();
+    // Per host (all its login users), in the order hosts first ran a task, then by name.
+    let mut transport: IndexMap<String, crate::connect::Transport> = IndexMap::new();
+    for h in runner.hosts.lock().unwrap().keys() {
+        transport.insert(h.clone(), Default::default());
+    }
+    let mut by_key: Vec<_> = conns.iter().collect();
+    by_key.sort_by(|a, b| a.0.cmp(&b.0));
+    for (key, c) in by_key {
+        let host = key.split('\n').next().unwrap_or(key);
+        *transport.entry(host.to_string()).or_default() += c.transport();
+    }
+    transport.retain(|_, t| *t != crate::connect::Transport::default());
+    for (_, c) in conns {
         c.close().await;
     }
     crate::connect::remove_runtime_dir();
@@ -407,6 +413,7 @@ async fn run_loaded(
     runner.reporter.event(&Event::Recap {
         hosts: recap,
         elapsed_s: (start.elapsed().as_secs_f64() * 100.0).round() / 100.0,
+        transport,
     });
     Ok(Outcome { exit_code: code })
 }

@@ -105,6 +105,9 @@ pub enum Event {
         hosts: IndexMap<String, Counts>,
         /// Wall time of the run.
         elapsed_s: f64,
+        /// What each host's connection carried (JSON only; hosts that were contacted).
+        #[serde(skip_serializing_if = "IndexMap::is_empty")]
+        transport: IndexMap<String, crate::connect::Transport>,
     },
 }
 
@@ -317,7 +320,9 @@ pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
         }
         Event::Warning { msg } => format!("[WARNING]: {}", msg),
         Event::Result { data } => format!("{}\n{}", banner("RESULT"), pretty(data)),
-        Event::Recap { hosts, elapsed_s } => {
+        Event::Recap {
+            hosts, elapsed_s, ..
+        } => {
             let mut out = banner("PLAY RECAP");
             let width = hosts.keys().map(|h| h.len()).max().unwrap_or(0).max(20);
             for (h, c) in hosts {

@@ -13,6 +13,7 @@
 //! over the process tree, sampled from /proc, so shared pages are not counted once per
 //! process). It ends with the issue's targets and whether each holds.
 
+mod flow;
 mod measure;
 mod report;
 mod workload;
@@ -104,6 +105,11 @@ struct Opts {
     tools: Vec<Tool>,
     kk: Option<PathBuf>,
     workdir: Option<PathBuf>,
+    /// `--flow`: the cluster flow benchmark ([`flow`]) instead of the generic one.
+    flow: bool,
+    /// `--throttle RATE`: the controller's uplink limited (tc), e.g. `1gbit`.
+    throttle: Option<String>,
+    hosts_given: bool,
 }
 
 const USAGE: &str = "usage: bench [--hosts 4,32] [--runs N] [--tools kk,ansible,pyinfra,raw]
@@ -114,7 +120,10 @@ const USAGE: &str = "usage: bench [--hosts 4,32] [--runs N] [--tools kk,ansible,
   --ansible-runs  measured ansible-core runs (default: --runs up to 32 hosts, 1 above)
   --ansible-max-hosts  skip ansible-core above this many hosts (default 64: ~10 min a run at 200)
   --kk            the kk binary (default: built with `cargo build --release -p kk`)
-  --workdir       where playbooks, inventories and logs go (default: a temporary directory)";
+  --workdir       where playbooks, inventories and logs go (default: a temporary directory)
+  --flow          the cluster flow instead: create cluster, no-op re-run, add nodes, certs
+                  renew, delete nodes on fresh hosts of each count (default --hosts 3,32)
+  --throttle      with --flow: limit the controller's uplink to the hosts (tc rate, e.g. 1gbit)";
 
 fn parse_opts() -> Result<Opts, String> {
     let mut o = Opts {
@@ -125,6 +134,9 @@ fn parse_opts() -> Result<Opts, String> {
         tools: vec![Tool::Kk, Tool::Ansible, Tool::Pyinfra, Tool::Raw],
         kk: None,
         workdir: None,
+        flow: false,
+        throttle: None,
+        hosts_given: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -135,6 +147,10 @@ fn parse_opts() -> Result<Opts, String> {
         if key == "-h" || key == "--help" {
             println!("{USAGE}");
             std::process::exit(0);
+        }
+        if key == "--flow" {
+            o.flow = true;
+            continue;
         }
         let val = match inline {
             Some(v) => v,
@@ -149,6 +165,7 @@ fn parse_opts() -> Result<Opts, String> {
         };
         match key.as_str() {
             "--hosts" => {
+                o.hosts_given = true;
                 o.hosts = val.split(',').map(num).collect::<Result<_, _>>()?;
                 if let Some(bad) = o
                     .hosts
@@ -178,8 +195,22 @@ fn parse_opts() -> Result<Opts, String> {
             }
             "--kk" => o.kk = Some(PathBuf::from(val)),
             "--workdir" => o.workdir = Some(PathBuf::from(val)),
+            "--throttle" => o.throttle = Some(val),
             _ => return Err(format!("unknown option {key}\n{USAGE}")),
         }
+    }
+    if o.flow && !o.hosts_given {
+        o.hosts = vec![3, 32];
+    }
+    if o.flow
+        && o.hosts
+            .iter()
+            .any(|n| *n < 3 || *n + 1 > testbed::MAX_HOSTS)
+    {
+        return Err(format!(
+            "--flow: host counts from 3 to {} (one more host is booted to be added)",
+            testbed::MAX_HOSTS - 1
+        ));
     }
     Ok(o)
 }
@@ -321,6 +352,36 @@ struct Tools {
     pyinfra: Option<PathBuf>,
 }
 
+/// `--flow`: each size in turn, its table as it ends, then the targets.
+fn run_flow(opts: &Opts, kk: &Path, base: &Path) -> Result<bool, String> {
+    let started = Instant::now();
+    let mut runs = Vec::new();
+    let mut ok = true;
+    for &n in &opts.hosts {
+        match flow::run_size(kk, base, n, opts.throttle.as_deref()) {
+            Ok(r) => {
+                print!("{}", flow::table(&r));
+                runs.push(r);
+            }
+            Err(e) => {
+                eprintln!("bench: flow on {n} hosts: {e}");
+                ok = false;
+            }
+        }
+    }
+    let (text, holds) = flow::targets(&runs);
+    print!("{text}");
+    println!(
+        "(flow benchmark took {:.0} s{})",
+        started.elapsed().as_secs_f64(),
+        opts.throttle
+            .as_deref()
+            .map(|r| format!("; controller uplink limited to {r}"))
+            .unwrap_or_default()
+    );
+    Ok(ok && holds)
+}
+
 fn run(opts: &Opts) -> Result<bool, String> {
     // Orphans (daemonised `ssh -f` masters, ControlPersist masters) become our children,
     // so their CPU time is counted and none outlives its run.
@@ -329,12 +390,12 @@ fn run(opts: &Opts) -> Result<bool, String> {
     }
     let tools = Tools {
         kk: kk_binary(opts)?,
-        ansible: if opts.tools.contains(&Tool::Ansible) {
+        ansible: if opts.tools.contains(&Tool::Ansible) && !opts.flow {
             Some(ansible_playbook()?)
         } else {
             None
         },
-        pyinfra: if opts.tools.contains(&Tool::Pyinfra) {
+        pyinfra: if opts.tools.contains(&Tool::Pyinfra) && !opts.flow {
             Some(pyinfra()?)
         } else {
             None
@@ -351,6 +412,9 @@ fn run(opts: &Opts) -> Result<bool, String> {
             tmp.0.clone()
         }
     };
+    if opts.flow {
+        return run_flow(opts, &tools.kk, &base);
+    }
     let mut all: BTreeMap<(usize, Tool, Mode), Vec<Sample>> = BTreeMap::new();
     let mut ok = true;
     let started = Instant::now();

@@ -43,17 +43,48 @@ pub(super) fn cpu_children() -> f64 {
 /// command exits, CPU of everything it started (processes left behind are stopped and
 /// reaped first), and the peak of the tree's summed PSS (and RSS), sampled from /proc.
 pub(super) fn measure_tree(cmd: &mut Command, log: &Path) -> Result<(Sample, bool), String> {
+    let (sample, ok, _) = measure_tree_lines(cmd, log, |_| false)?;
+    Ok((sample, ok))
+}
+
+/// Stdout lines with the time (seconds from the start) each was printed.
+pub(super) type TimedLines = Vec<(f64, String)>;
+
+/// [`measure_tree`], also returning the stdout lines `select` picks, each with the time
+/// (seconds from the start) it was printed: stdout goes through a pipe read as it comes
+/// (the flow benchmark times kk's plays by their `play_start` events).
+pub(super) fn measure_tree_lines(
+    cmd: &mut Command,
+    log: &Path,
+    select: impl Fn(&str) -> bool + Send + 'static,
+) -> Result<(Sample, bool, TimedLines), String> {
     let me = std::process::id() as i32;
     // Our children before the run: the test bed's host processes, never touched here.
     let keep: HashSet<i32> = children_of(me).into_iter().collect();
     let out = fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
-    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(err);
     let cpu0 = cpu_children();
     let t0 = Instant::now();
-    let child = cmd
+    let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    let reader = {
+        let pipe = child.stdout.take().expect("piped stdout");
+        let mut out = out;
+        std::thread::spawn(move || {
+            use std::io::{BufRead, Write};
+            let mut kept = Vec::new();
+            for line in std::io::BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let _ = writeln!(out, "{line}");
+                if select(&line) {
+                    kept.push((t0.elapsed().as_secs_f64(), line));
+                }
+            }
+            kept
+        })
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let poller = {
         let stop = stop.clone();
@@ -123,6 +154,7 @@ pub(super) fn measure_tree(cmd: &mut Command, log: &Path) -> Result<(Sample, boo
     }
     stop.store(true, Ordering::Relaxed);
     let (mut pss, mut rss) = poller.join().unwrap_or((0, 0));
+    let lines = reader.join().unwrap_or_default();
     let main_rss = ru.ru_maxrss.max(0) as u64;
     if rss < main_rss {
         rss = main_rss;
@@ -140,5 +172,6 @@ pub(super) fn measure_tree(cmd: &mut Command, log: &Path) -> Result<(Sample, boo
             remote_cpu: 0.0,
         },
         success,
+        lines,
     ))
 }
