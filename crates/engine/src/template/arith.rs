@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 
 use super::datetime::SUB_FN;
+use super::tag_rewrite::{rewrite_tags, skip_string};
 
 /// True when the template can make a datetime, so its `-` must be rewritten.
 fn can_make_datetimes(src: &str) -> bool {
@@ -25,104 +26,7 @@ pub fn rewrite_sub(src: &str, whole_expr: bool) -> Cow<'_, str> {
     if !can_make_datetimes(src) || !src.contains('-') {
         return Cow::Borrowed(src);
     }
-    if whole_expr {
-        return match rewrite_expr(src) {
-            Some(s) => Cow::Owned(s),
-            None => Cow::Borrowed(src),
-        };
-    }
-    let mut out = String::with_capacity(src.len() + 16);
-    let mut rest = src;
-    let mut changed = false;
-    while let Some(pos) = rest.find('{') {
-        out.push_str(&rest[..pos]);
-        let here = &rest[pos..];
-        let close = if here.starts_with("{{") {
-            "}}"
-        } else if here.starts_with("{%") {
-            "%}"
-        } else if here.starts_with("{#") {
-            "#}"
-        } else {
-            out.push('{');
-            rest = &here[1..];
-            continue;
-        };
-        let end = find_close(&here[2..], close)
-            .map(|e| e + 2)
-            .unwrap_or(here.len());
-        let body = &here[2..end];
-        out.push_str(&here[..2]);
-        let is_raw = close == "%}"
-            && body
-                .trim_start_matches(['-', '+'])
-                .trim_start()
-                .starts_with("raw");
-        // Whitespace control (`{{-`, `-}}`) stays outside the rewritten expression.
-        let lead = body.len() - body.trim_start_matches(['-', '+']).len();
-        let trail = if body.ends_with('-') || body.ends_with('+') {
-            1
-        } else {
-            0
-        };
-        let inner = &body[lead..body.len().saturating_sub(trail).max(lead)];
-        match (close != "#}" && !is_raw)
-            .then(|| rewrite_expr(inner))
-            .flatten()
-        {
-            Some(new) => {
-                changed = true;
-                let ws_before = inner.len() - inner.trim_start().len();
-                let ws_after = inner.len() - inner.trim_end().len();
-                out.push_str(&body[..lead + ws_before]);
-                out.push_str(&new);
-                out.push_str(&body[lead + inner.len() - ws_after..]);
-            }
-            None => out.push_str(body),
-        }
-        rest = &here[end..];
-        if is_raw {
-            let stop = rest.find("endraw").unwrap_or(rest.len());
-            out.push_str(&rest[..stop]);
-            rest = &rest[stop..];
-        }
-    }
-    out.push_str(rest);
-    if changed {
-        Cow::Owned(out)
-    } else {
-        Cow::Borrowed(src)
-    }
-}
-
-/// Where `close` ends a tag body, skipping string literals.
-fn find_close(body: &str, close: &str) -> Option<usize> {
-    let bytes = body.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            q @ (b'\'' | b'"') => i = skip_string(bytes, i, q),
-            _ if bytes[i..].starts_with(close.as_bytes()) => return Some(i),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// The index just past the string literal starting at `start`.
-fn skip_string(bytes: &[u8], start: usize, quote: u8) -> usize {
-    let mut i = start + 1;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' {
-            i += 2;
-            continue;
-        }
-        if bytes[i] == quote {
-            return i + 1;
-        }
-        i += 1;
-    }
-    bytes.len()
+    rewrite_tags(src, whole_expr, rewrite_expr)
 }
 
 /// One token of an expression: its kind and byte range.

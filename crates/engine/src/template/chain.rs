@@ -12,6 +12,8 @@ use std::borrow::Cow;
 
 use minijinja::Value;
 
+use super::tag_rewrite::{rewrite_tags, skip_string};
+
 /// The function the rewritten chains call.
 pub const CHAIN_FN: &str = "__kk_chain";
 
@@ -40,92 +42,7 @@ pub fn guard_chains(src: &str, whole_expr: bool) -> Cow<'_, str> {
     if !(src.contains("default") || src.contains("defined") || src.contains("d(")) {
         return Cow::Borrowed(src);
     }
-    if whole_expr {
-        return match rewrite_expr(src) {
-            Some(s) => Cow::Owned(s),
-            None => Cow::Borrowed(src),
-        };
-    }
-    let mut out = String::with_capacity(src.len() + 16);
-    let mut rest = src;
-    let mut changed = false;
-    while let Some(pos) = rest.find('{') {
-        out.push_str(&rest[..pos]);
-        let here = &rest[pos..];
-        let close = if here.starts_with("{{") {
-            "}}"
-        } else if here.starts_with("{%") {
-            "%}"
-        } else if here.starts_with("{#") {
-            "#}"
-        } else {
-            out.push('{');
-            rest = &here[1..];
-            continue;
-        };
-        let end = find_close(&here[2..], close)
-            .map(|e| e + 2)
-            .unwrap_or(here.len());
-        let body = &here[2..end];
-        out.push_str(&here[..2]);
-        let is_raw = close == "%}"
-            && body
-                .trim_start_matches(['-', '+'])
-                .trim_start()
-                .starts_with("raw");
-        match (close != "#}" && !is_raw)
-            .then(|| rewrite_expr(body))
-            .flatten()
-        {
-            Some(new) => {
-                changed = true;
-                out.push_str(&new);
-            }
-            None => out.push_str(body),
-        }
-        rest = &here[end..];
-        if is_raw {
-            let stop = rest.find("endraw").unwrap_or(rest.len());
-            out.push_str(&rest[..stop]);
-            rest = &rest[stop..];
-        }
-    }
-    out.push_str(rest);
-    if changed {
-        Cow::Owned(out)
-    } else {
-        Cow::Borrowed(src)
-    }
-}
-
-/// Where `close` ends a tag body, skipping string literals.
-fn find_close(body: &str, close: &str) -> Option<usize> {
-    let bytes = body.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            q @ (b'\'' | b'"') => i = skip_string(bytes, i, q),
-            _ if bytes[i..].starts_with(close.as_bytes()) => return Some(i),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// The index just past the string literal starting at `start`.
-fn skip_string(bytes: &[u8], start: usize, quote: u8) -> usize {
-    let mut i = start + 1;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' {
-            i += 2;
-            continue;
-        }
-        if bytes[i] == quote {
-            return i + 1;
-        }
-        i += 1;
-    }
-    bytes.len()
+    rewrite_tags(src, whole_expr, rewrite_expr)
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -315,6 +232,10 @@ mod tests {
         assert_eq!(
             guard_chains(t, false),
             "a.b | default(1) {{ __kk_chain(a, 'b') | default(1) }} {% if __kk_chain(a, 'b') is defined %}{% endif %}"
+        );
+        assert_eq!(
+            guard_chains("{{-a.b|d(1)  -}}", false),
+            "{{-__kk_chain(a, 'b')|d(1)  -}}"
         );
         let raw = "{% raw %}{{ a.b | default(1) }}{% endraw %}";
         assert_eq!(guard_chains(raw, false), raw);

@@ -9,6 +9,7 @@
 //! most [`MAX_OPERATORS`] operators, far more than any real expression and well within
 //! the stack (about 1000 links still fit in a debug build).
 
+use super::tag_rewrite::skip_string;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The most operators (`+ - * / % ~ | . [ (`, `and or not if is in`) one tag may hold.
@@ -68,18 +69,6 @@ fn tag_body<'a>(body: &'a str, close: &str) -> (&'a str, usize) {
         i += 1;
     }
     (body, body.len())
-}
-
-fn skip_string(b: &[u8], start: usize, q: u8) -> usize {
-    let mut i = start + 1;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            c if c == q => return i + 1,
-            _ => i += 1,
-        }
-    }
-    b.len()
 }
 
 fn check_tag(tag: &str, src: &str) -> Result<()> {

@@ -21,6 +21,7 @@ pub mod lookups;
 mod native;
 pub mod pydump;
 mod pymethods;
+mod tag_rewrite;
 pub mod toml_filters;
 pub mod unsafe_text;
 
