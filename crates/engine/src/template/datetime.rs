@@ -17,7 +17,7 @@ use chrono::{Datelike, NaiveDateTime, TimeDelta, Timelike};
 use minijinja::value::{DynObject, Kwargs, Object, ObjectRepr, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, Value};
 
-use super::filters::text::c_strftime;
+use super::filters::text::{broken_down_time, c_strftime};
 
 /// The function `a - b` becomes in templates that can make datetimes.
 pub const SUB_FN: &str = "__kk_sub";
@@ -119,28 +119,21 @@ fn now(kwargs: Kwargs) -> Result<Value, Error> {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_err(|e| fail(e.to_string()))?;
-    let secs = d.as_secs() as libc::time_t;
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: gmtime_r/localtime_r write only into `tm`, which lives on this stack.
-    let ok = unsafe {
-        if utc {
-            !libc::gmtime_r(&secs, &mut tm).is_null()
-        } else {
-            !libc::localtime_r(&secs, &mut tm).is_null()
-        }
-    };
-    let dt =
-        chrono::NaiveDate::from_ymd_opt(tm.tm_year + 1900, tm.tm_mon as u32 + 1, tm.tm_mday as u32)
-            .and_then(|day| {
-                day.and_hms_micro_opt(
-                    tm.tm_hour as u32,
-                    tm.tm_min as u32,
-                    tm.tm_sec.min(59) as u32,
-                    d.subsec_micros(),
-                )
-            })
-            .filter(|_| ok)
-            .ok_or_else(|| fail("now: the clock is out of range"))?;
+    let dt = broken_down_time(d.as_secs() as libc::time_t, utc)
+        .and_then(|tm| {
+            chrono::NaiveDate::from_ymd_opt(
+                tm.tm_year + 1900,
+                tm.tm_mon as u32 + 1,
+                tm.tm_mday as u32,
+            )?
+            .and_hms_micro_opt(
+                tm.tm_hour as u32,
+                tm.tm_min as u32,
+                tm.tm_sec.min(59) as u32,
+                d.subsec_micros(),
+            )
+        })
+        .ok_or_else(|| fail("now: the clock is out of range"))?;
     match fmt {
         Some(f) => strftime(&dt, &f).map(Value::from),
         None => Ok(Value::from_object(DateTime(dt))),
@@ -228,6 +221,12 @@ fn strftime(d: &NaiveDateTime, fmt: &str) -> Result<String, Error> {
             None => f.push('%'),
         }
     }
+    c_strftime(&f, &c_tm(d))
+}
+
+/// `d` as the C library's broken-down time, daylight saving time left for it to find
+/// (`tm_isdst` -1); `mktime` ignores the weekday and day of the year it also holds.
+fn c_tm(d: &NaiveDateTime) -> libc::tm {
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     tm.tm_year = d.year() - 1900;
     tm.tm_mon = d.month0() as i32;
@@ -238,7 +237,13 @@ fn strftime(d: &NaiveDateTime, fmt: &str) -> Result<String, Error> {
     tm.tm_wday = d.weekday().num_days_from_sunday() as i32;
     tm.tm_yday = d.ordinal0() as i32;
     tm.tm_isdst = -1;
-    c_strftime(&f, &tm)
+    tm
+}
+
+/// Orders `a` against another object of its own type, as Python compares datetimes with
+/// datetimes and timedeltas with timedeltas; `None` (minijinja's own order) otherwise.
+fn same_kind_cmp<T: Object + Ord + 'static>(a: &T, other: &DynObject) -> Option<Ordering> {
+    Some(a.cmp(other.downcast_ref::<T>()?))
 }
 
 /// Python's `str(datetime)` (`sep` ' ') and `isoformat()` (`sep` 'T').
@@ -329,7 +334,7 @@ impl Object for DateTime {
     }
 
     fn custom_cmp(self: &Arc<Self>, other: &DynObject) -> Option<Ordering> {
-        Some(self.0.cmp(&other.downcast_ref::<Self>()?.0))
+        same_kind_cmp(&**self, other)
     }
 
     fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -340,14 +345,7 @@ impl Object for DateTime {
 /// Python's `timestamp()` of a naive datetime: seconds since the epoch, reading it as
 /// local time.
 fn local_timestamp(d: &NaiveDateTime) -> Result<f64, Error> {
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    tm.tm_year = d.year() - 1900;
-    tm.tm_mon = d.month0() as i32;
-    tm.tm_mday = d.day() as i32;
-    tm.tm_hour = d.hour() as i32;
-    tm.tm_min = d.minute() as i32;
-    tm.tm_sec = d.second() as i32;
-    tm.tm_isdst = -1;
+    let mut tm = c_tm(d);
     // SAFETY: mktime reads and normalises `tm`, which lives on this stack.
     let t = unsafe { libc::mktime(&mut tm) };
     if t == -1 && !(d.year() == 1969 || d.year() == 1970) {
@@ -394,7 +392,7 @@ impl Object for Delta {
     }
 
     fn custom_cmp(self: &Arc<Self>, other: &DynObject) -> Option<Ordering> {
-        Some(self.0.cmp(&other.downcast_ref::<Self>()?.0))
+        same_kind_cmp(&**self, other)
     }
 
     fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -158,7 +158,14 @@ pub(super) fn strftime(
             .filter(|f| f.is_finite())
             .ok_or_else(|| fail(format!("Invalid value for epoch value ({})", py_str(&s))))?,
     };
-    let secs = t.floor() as libc::time_t;
+    let tm = broken_down_time(t.floor() as libc::time_t, utc)
+        .ok_or_else(|| fail(format!("strftime: the time {} is out of range", t)))?;
+    c_strftime(&fmt, &tm)
+}
+
+/// The C library's broken-down time of `secs` since the epoch, in UTC or the local zone
+/// (Python's `time.gmtime`/`time.localtime`); `None` when out of its range.
+pub(crate) fn broken_down_time(secs: libc::time_t, utc: bool) -> Option<libc::tm> {
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: gmtime_r/localtime_r write only into `tm`, which lives on this stack.
     let ok = unsafe {
@@ -168,10 +175,7 @@ pub(super) fn strftime(
             !libc::localtime_r(&secs, &mut tm).is_null()
         }
     };
-    if !ok {
-        return Err(fail(format!("strftime: the time {} is out of range", t)));
-    }
-    c_strftime(&fmt, &tm)
+    ok.then_some(tm)
 }
 
 /// The C library's strftime of `tm` (Python's `time.strftime`).
