@@ -48,3 +48,17 @@ pub fn unpacked(suite: &str, package: &str, path: &str) -> PathBuf {
     );
     p
 }
+
+/// The CNI plugins as upstream packs them (a flat tgz, one file per plugin) at `out`, from
+/// the plugin directory of bookworm's containernetworking-plugins.
+pub fn cni_plugins_tgz(out: &Path) {
+    let bridge = debian_file("containernetworking-plugins", "/cni/bridge");
+    let dir = bridge.parent().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    super::files::tar_gz(out, dir, &names);
+}

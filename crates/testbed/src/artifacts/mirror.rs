@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::debian::debian_file;
+use super::debian::{cni_plugins_tgz, debian_file};
 use super::files::{copy_exec, fake, sha256_file, tar_gz};
 use super::{load_yaml, repo};
 
@@ -77,17 +77,7 @@ fn artifact(component: &str, version: &str, out: &Path, scratch: &Path) {
             copy_exec(&built, out);
         }
         "runc" => copy_exec(&debian_file("runc", "/sbin/runc"), out),
-        "cni_plugins" => {
-            let bridge = debian_file("containernetworking-plugins", "/cni/bridge");
-            let dir = bridge.parent().unwrap();
-            let mut names: Vec<String> = std::fs::read_dir(dir)
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            tar_gz(out, dir, &names);
-        }
+        "cni_plugins" => cni_plugins_tgz(out),
         "calico" => super::fakes::fake_chart("tigera-operator", version, out),
         "localpv_provisioner" => super::fakes::fake_chart("localpv-provisioner", version, out),
         "docker" => super::docker::docker_tgz(out, &scratch),

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::debian::debian_file;
+use super::debian::{cni_plugins_tgz, debian_file};
 use super::files::{copy_exec, fake, tar_gz};
 
 /// One served artifact: where it lies on the server and where it must land.
@@ -21,155 +21,217 @@ pub struct Served {
     pub dest: String,
 }
 
-/// Builds the server tree under `root` (archives packed in `scratch`); returns what it serves.
-pub fn build_server(root: &Path, scratch: &Path) -> Vec<Served> {
-    let mut served = Vec::new();
-    let mut add = |component, version, server_path: String, dest: String| {
-        served.push(Served {
-            component,
-            version,
-            server_path,
-            dest,
-        })
-    };
-    // etcd: etcd-v3.4.23-linux-amd64/{etcd,etcdctl}
-    let e = scratch.join("etcd");
-    let top = "etcd-v3.4.23-linux-amd64";
-    copy_exec(
-        &debian_file("etcd-server", "/bin/etcd"),
-        &e.join(top).join("etcd"),
-    );
-    copy_exec(
-        &debian_file("etcd-client", "/bin/etcdctl"),
-        &e.join(top).join("etcdctl"),
-    );
-    let f = format!("{}.tar.gz", top);
-    tar_gz(&root.join("cn/etcd/v3.4.23").join(&f), &e, &[top]);
-    add(
-        "etcd",
-        "v3.4.23",
-        format!("cn/etcd/v3.4.23/{}", f),
-        format!("etcd/v3.4.23/amd64/{}", f),
-    );
-    // containerd: bin/{containerd,containerd-shim-runc-v2,ctr}
-    let c = scratch.join("containerd");
-    for b in ["containerd", "containerd-shim-runc-v2", "ctr"] {
-        copy_exec(
-            &debian_file("containerd", &format!("/bin/{}", b)),
-            &c.join("bin").join(b),
-        );
+/// What one file of the tree is made from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// The file of an installed Debian package: `(package, path suffix)` ([`debian_file`]).
+    Debian(&'static str, &'static str),
+    /// A FAKE shell stand-in that says it is this tool ([`fake`]).
+    Fake(&'static str),
+}
+
+impl Source {
+    /// Writes the file at `to` (parents created).
+    fn write(self, to: &Path) {
+        match self {
+            Source::Debian(package, suffix) => copy_exec(&debian_file(package, suffix), to),
+            Source::Fake(name) => fake(to, name),
+        }
     }
-    let f = "containerd-1.6.20-linux-amd64.tar.gz";
-    tar_gz(&root.join("cn/containerd/v1.6.20").join(f), &c, &["bin"]);
-    add(
-        "containerd",
-        "v1.6.20",
-        format!("cn/containerd/v1.6.20/{}", f),
-        format!("containerd/v1.6.20/amd64/{}", f),
-    );
+}
+
+/// How a served file is made.
+enum Content {
+    /// The file itself.
+    Raw(Source),
+    /// A tar.gz in upstream's layout: `files` (paths under `scratch/<dir>`) are laid out,
+    /// then the archive holds the entries `top` of that directory.
+    Archive {
+        dir: &'static str,
+        files: &'static [(&'static str, Source)],
+        top: &'static [&'static str],
+    },
+    /// The CNI plugins: a flat tgz of the Debian package's plugin directory.
+    CniPlugins,
+}
+
+/// One row of the tree: `<server_dir>/<file>` on the server, `<dest_dir>/<file>` under
+/// binary_dir.
+struct Row {
+    component: &'static str,
+    version: &'static str,
+    server_dir: &'static str,
+    dest_dir: &'static str,
+    file: &'static str,
+    content: Content,
+}
+
+/// The tree, in the order [`build_server`] returns it.
+const TREE: &[Row] = &[
+    // etcd: etcd-v3.4.23-linux-amd64/{etcd,etcdctl}
+    Row {
+        component: "etcd",
+        version: "v3.4.23",
+        server_dir: "cn/etcd/v3.4.23",
+        dest_dir: "etcd/v3.4.23/amd64",
+        file: "etcd-v3.4.23-linux-amd64.tar.gz",
+        content: Content::Archive {
+            dir: "etcd",
+            files: &[
+                (
+                    "etcd-v3.4.23-linux-amd64/etcd",
+                    Source::Debian("etcd-server", "/bin/etcd"),
+                ),
+                (
+                    "etcd-v3.4.23-linux-amd64/etcdctl",
+                    Source::Debian("etcd-client", "/bin/etcdctl"),
+                ),
+            ],
+            top: &["etcd-v3.4.23-linux-amd64"],
+        },
+    },
+    // containerd: bin/{containerd,containerd-shim-runc-v2,ctr}
+    Row {
+        component: "containerd",
+        version: "v1.6.20",
+        server_dir: "cn/containerd/v1.6.20",
+        dest_dir: "containerd/v1.6.20/amd64",
+        file: "containerd-1.6.20-linux-amd64.tar.gz",
+        content: Content::Archive {
+            dir: "containerd",
+            files: &[
+                (
+                    "bin/containerd",
+                    Source::Debian("containerd", "/bin/containerd"),
+                ),
+                (
+                    "bin/containerd-shim-runc-v2",
+                    Source::Debian("containerd", "/bin/containerd-shim-runc-v2"),
+                ),
+                ("bin/ctr", Source::Debian("containerd", "/bin/ctr")),
+            ],
+            top: &["bin"],
+        },
+    },
     // runc: raw, served only under /mirror/ (download.artifact_url.runc points there).
-    copy_exec(
-        &debian_file("runc", "/sbin/runc"),
-        &root.join("mirror/runc/v1.1.5/runc.amd64"),
-    );
-    add(
-        "runc",
-        "v1.1.5",
-        "mirror/runc/v1.1.5/runc.amd64".into(),
-        "runc/v1.1.5/amd64/runc.amd64".into(),
-    );
+    Row {
+        component: "runc",
+        version: "v1.1.5",
+        server_dir: "mirror/runc/v1.1.5",
+        dest_dir: "runc/v1.1.5/amd64",
+        file: "runc.amd64",
+        content: Content::Raw(Source::Debian("runc", "/sbin/runc")),
+    },
     // CNI plugins: a flat tgz of /usr/lib/cni/*.
-    let bridge = debian_file("containernetworking-plugins", "/cni/bridge");
-    let cni_dir = bridge.parent().unwrap();
-    let mut names: Vec<String> = std::fs::read_dir(cni_dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let f = "cni-plugins-linux-amd64-v1.1.1.tgz";
-    tar_gz(&root.join("cn/cni/v1.1.1").join(f), cni_dir, &refs);
-    add(
-        "cni_plugins",
-        "v1.1.1",
-        format!("cn/cni/v1.1.1/{}", f),
-        format!("cni/plugins/v1.1.1/amd64/{}", f),
-    );
+    Row {
+        component: "cni_plugins",
+        version: "v1.1.1",
+        server_dir: "cn/cni/v1.1.1",
+        dest_dir: "cni/plugins/v1.1.1/amd64",
+        file: "cni-plugins-linux-amd64-v1.1.1.tgz",
+        content: Content::CniPlugins,
+    },
     // kubectl: raw, from kubernetes-client (1.20.2).
-    copy_exec(
-        &debian_file("kubernetes-client", "/bin/kubectl"),
-        &root.join("cn/kube/v1.20.2/kubectl"),
-    );
-    add(
-        "kubectl",
-        "v1.20.2",
-        "cn/kube/v1.20.2/kubectl".into(),
-        "kube/v1.20.2/amd64/kubectl".into(),
-    );
+    Row {
+        component: "kubectl",
+        version: "v1.20.2",
+        server_dir: "cn/kube/v1.20.2",
+        dest_dir: "kube/v1.20.2/amd64",
+        file: "kubectl",
+        content: Content::Raw(Source::Debian("kubernetes-client", "/bin/kubectl")),
+    },
     // FAKE stand-ins (no Debian package): kubelet, kubeadm, calicoctl raw; helm and
     // crictl in their archive layouts; the calico chart as a tgz.
-    for b in ["kubelet", "kubeadm"] {
-        fake(&root.join("cn/kube/v1.20.2").join(b), b);
-        add(
-            if b == "kubelet" { "kubelet" } else { "kubeadm" },
-            "v1.20.2",
-            format!("cn/kube/v1.20.2/{}", b),
-            format!("kube/v1.20.2/amd64/{}", b),
-        );
-    }
-    fake(
-        &root.join("cn/calico/v3.31.3/calicoctl-linux-amd64"),
-        "calicoctl",
-    );
-    add(
-        "calicoctl",
-        "v3.31.3",
-        "cn/calico/v3.31.3/calicoctl-linux-amd64".into(),
-        "cni/calico/v3.31.3/amd64/calicoctl-linux-amd64".into(),
-    );
-    fake(&scratch.join("helm/linux-amd64/helm"), "helm");
-    let f = "helm-v3.18.5-linux-amd64.tar.gz";
-    tar_gz(
-        &root.join("cn/helm").join(f),
-        &scratch.join("helm"),
-        &["linux-amd64"],
-    );
-    add(
-        "helm",
-        "v3.18.5",
-        format!("cn/helm/{}", f),
-        format!("helm/v3.18.5/amd64/{}", f),
-    );
-    fake(&scratch.join("crictl/crictl"), "crictl");
-    let f = "crictl-v1.34.0-linux-amd64.tar.gz";
-    tar_gz(
-        &root.join("cn/crictl/v1.34.0").join(f),
-        &scratch.join("crictl"),
-        &["crictl"],
-    );
-    add(
-        "crictl",
-        "v1.34.0",
-        format!("cn/crictl/v1.34.0/{}", f),
-        format!("crictl/v1.34.0/amd64/{}", f),
-    );
-    fake(
-        &scratch.join("chart/tigera-operator/Chart.yaml"),
-        "tigera-operator chart",
-    );
-    let f = "tigera-operator-v3.31.3.tgz";
-    tar_gz(
-        &root.join("cn/calico/v3.31.3").join(f),
-        &scratch.join("chart"),
-        &["tigera-operator"],
-    );
-    add(
-        "calico",
-        "v3.31.3",
-        format!("cn/calico/v3.31.3/{}", f),
-        format!("cni/calico/{}", f),
-    );
-    served
+    Row {
+        component: "kubelet",
+        version: "v1.20.2",
+        server_dir: "cn/kube/v1.20.2",
+        dest_dir: "kube/v1.20.2/amd64",
+        file: "kubelet",
+        content: Content::Raw(Source::Fake("kubelet")),
+    },
+    Row {
+        component: "kubeadm",
+        version: "v1.20.2",
+        server_dir: "cn/kube/v1.20.2",
+        dest_dir: "kube/v1.20.2/amd64",
+        file: "kubeadm",
+        content: Content::Raw(Source::Fake("kubeadm")),
+    },
+    Row {
+        component: "calicoctl",
+        version: "v3.31.3",
+        server_dir: "cn/calico/v3.31.3",
+        dest_dir: "cni/calico/v3.31.3/amd64",
+        file: "calicoctl-linux-amd64",
+        content: Content::Raw(Source::Fake("calicoctl")),
+    },
+    Row {
+        component: "helm",
+        version: "v3.18.5",
+        server_dir: "cn/helm",
+        dest_dir: "helm/v3.18.5/amd64",
+        file: "helm-v3.18.5-linux-amd64.tar.gz",
+        content: Content::Archive {
+            dir: "helm",
+            files: &[("linux-amd64/helm", Source::Fake("helm"))],
+            top: &["linux-amd64"],
+        },
+    },
+    Row {
+        component: "crictl",
+        version: "v1.34.0",
+        server_dir: "cn/crictl/v1.34.0",
+        dest_dir: "crictl/v1.34.0/amd64",
+        file: "crictl-v1.34.0-linux-amd64.tar.gz",
+        content: Content::Archive {
+            dir: "crictl",
+            files: &[("crictl", Source::Fake("crictl"))],
+            top: &["crictl"],
+        },
+    },
+    Row {
+        component: "calico",
+        version: "v3.31.3",
+        server_dir: "cn/calico/v3.31.3",
+        dest_dir: "cni/calico",
+        file: "tigera-operator-v3.31.3.tgz",
+        content: Content::Archive {
+            dir: "chart",
+            files: &[(
+                "tigera-operator/Chart.yaml",
+                Source::Fake("tigera-operator chart"),
+            )],
+            top: &["tigera-operator"],
+        },
+    },
+];
+
+/// Builds the server tree under `root` (archives packed in `scratch`); returns what it serves.
+pub fn build_server(root: &Path, scratch: &Path) -> Vec<Served> {
+    TREE.iter()
+        .map(|row| {
+            let server_path = format!("{}/{}", row.server_dir, row.file);
+            let out = root.join(&server_path);
+            match &row.content {
+                Content::Raw(source) => source.write(&out),
+                Content::Archive { dir, files, top } => {
+                    let dir = scratch.join(dir);
+                    for (path, source) in files.iter() {
+                        source.write(&dir.join(path));
+                    }
+                    tar_gz(&out, &dir, top);
+                }
+                Content::CniPlugins => cni_plugins_tgz(&out),
+            }
+            Served {
+                component: row.component,
+                version: row.version,
+                server_path,
+                dest: format!("{}/{}", row.dest_dir, row.file),
+            }
+        })
+        .collect()
 }
 
 /// The artifact manifest of the tree (builtin/artifacts.yaml's format). The `global` zone
