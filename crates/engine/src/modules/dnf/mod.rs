@@ -23,8 +23,9 @@ use super::{parse_args, ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
 crate::closed_set! {
-    /// Whether the packages should be there (and at their newest version).
-    enum State for "state" {
+    /// Whether the packages should be there (and at their newest version); `package`
+    /// accepts the same spellings.
+    pub(super) enum State for "state" {
         Present = "present" | "installed",
         Absent = "absent" | "removed",
         Latest = "latest",
@@ -205,6 +206,16 @@ fn check(module: &str, raw: VarMap) -> Result<DnfArgs> {
     Ok(a)
 }
 
+/// The host's `ansible_pkg_mgr` fact, when facts are there: how Ansible's package and dnf
+/// actions choose without asking the host.
+pub(super) fn pkg_mgr_fact(ctx: &ModuleContext) -> Option<String> {
+    ctx.templar
+        .eval_expr("ansible_pkg_mgr | default('')", &ctx.vars)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .filter(|s| !s.is_empty())
+}
+
 /// Ansible's dnf action picks the backend from `use`/`use_backend`, else the host's package
 /// manager (facts, else gathered); on a host whose manager is neither dnf nor yum it fails
 /// with Ansible's message and the `pkg_mgr` it found, before anything runs. `Ok(tool)`:
@@ -214,12 +225,7 @@ async fn backend(
     a: &DnfArgs,
 ) -> Result<std::result::Result<&'static str, ModuleResult>> {
     const VALID_BACKENDS: &[&str] = &["yum", "yum4", "dnf", "dnf4", "dnf5"];
-    let from_facts = ctx
-        .templar
-        .eval_expr("ansible_pkg_mgr | default('')", &ctx.vars)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .filter(|s| !s.is_empty());
+    let from_facts = pkg_mgr_fact(ctx);
     let mut backend = a
         .use_
         .as_ref()
