@@ -64,6 +64,7 @@ pub(super) fn measure_tree_lines(
     let out = fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(err);
+    let own_rss = mem_of(me).1;
     let cpu0 = cpu_children();
     let t0 = Instant::now();
     let mut child = cmd
@@ -91,6 +92,9 @@ pub(super) fn measure_tree_lines(
         let keep = keep.clone();
         std::thread::spawn(move || {
             let (mut peak_pss, mut peak_rss) = (0u64, 0u64);
+            // KK_BENCH_MEM_DETAIL=1: which processes made the peak (stderr at the end).
+            let detail = std::env::var_os("KK_BENCH_MEM_DETAIL").is_some();
+            let mut peak_by: Vec<(u64, String)> = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
                 let mut todo: Vec<i32> = children_of(me)
@@ -99,6 +103,7 @@ pub(super) fn measure_tree_lines(
                     .collect();
                 let (mut pss, mut rss) = (0u64, 0u64);
                 let mut seen = HashSet::new();
+                let mut by = Vec::new();
                 while let Some(p) = todo.pop() {
                     if !seen.insert(p) {
                         continue;
@@ -106,13 +111,30 @@ pub(super) fn measure_tree_lines(
                     let (a, b) = mem_of(p);
                     pss += a;
                     rss += b;
+                    if detail {
+                        let comm =
+                            fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+                        by.push((a, format!("{} ({p})", comm.trim())));
+                    }
                     todo.extend(children_of(p));
+                }
+                if detail && pss > peak_pss {
+                    by.sort_by(|a, b| b.cmp(a));
+                    peak_by = by;
                 }
                 peak_pss = peak_pss.max(pss);
                 peak_rss = peak_rss.max(rss);
                 // Sampling costs CPU on a busy machine: at most a quarter of one core.
                 let cost = t.elapsed();
                 std::thread::sleep((cost * 3).max(Duration::from_millis(10)));
+            }
+            if detail {
+                let top: Vec<String> = peak_by
+                    .iter()
+                    .take(8)
+                    .map(|(kb, what)| format!("{what} {:.1} MB", *kb as f64 / 1024.0))
+                    .collect();
+                eprintln!("bench: peak PSS by process: {}", top.join(", "));
             }
             (peak_pss, peak_rss)
         })
@@ -155,8 +177,10 @@ pub(super) fn measure_tree_lines(
     stop.store(true, Ordering::Relaxed);
     let (mut pss, mut rss) = poller.join().unwrap_or((0, 0));
     let lines = reader.join().unwrap_or_default();
+    // The child's max RSS counts its pages from before `exec` too (the fork of this
+    // process): only a figure above our own RSS says something about the command.
     let main_rss = ru.ru_maxrss.max(0) as u64;
-    if rss < main_rss {
+    if rss < main_rss && main_rss > own_rss {
         rss = main_rss;
         pss = pss.max(main_rss);
     }
