@@ -20,6 +20,7 @@ use crate::yaml::{Node, Yaml};
 
 use super::node::key_span;
 use super::{Inventory, ALL};
+use crate::template::pydump::py_str;
 
 /// The options of a constructed file, read from its YAML.
 struct Config {
@@ -74,21 +75,6 @@ fn lazy_context(templar: &std::sync::Arc<Templar>, vars: &VarMap) -> minijinja::
         templar.clone(),
     )
     .context()
-}
-
-/// Python's `str()` of a value, as Ansible formats group names.
-fn py_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() => crate::template::pydump::py_float_repr(f),
-            _ => n.to_string(),
-        },
-        other => other.to_string(),
-    }
 }
 
 /// Ansible's `should_default_value`: None or an empty string.

@@ -9,6 +9,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::template::pydump::{py_repr, py_str};
+
 /// The errors of `params` against `spec` (an entry point's `options`).
 pub(super) fn validate(spec: &Map<String, Value>, params: &Map<String, Value>) -> Vec<String> {
     let mut v = Validator::default();
@@ -467,42 +469,6 @@ fn py_class(v: &Value) -> String {
         Value::String(_) => tagged("Str"),
         Value::Array(_) => tagged("List"),
         Value::Object(_) => tagged("Dict"),
-    }
-}
-
-/// Python's `str()` of a value (for messages).
-pub(super) fn py_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => py_repr(other),
-    }
-}
-
-/// Python's `repr()` of plain data.
-pub(super) fn py_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() => crate::template::pydump::py_float_repr(f),
-            _ => n.to_string(),
-        },
-        Value::String(s) => {
-            if s.contains('\'') && !s.contains('"') {
-                format!("\"{}\"", s.replace('\\', "\\\\"))
-            } else {
-                format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
-            }
-        }
-        Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(m) => format!(
-            "{{{}}}",
-            m.iter()
-                .map(|(k, v)| format!("{}: {}", py_repr(&Value::String(k.clone())), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
     }
 }
 

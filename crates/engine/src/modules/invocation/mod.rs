@@ -17,6 +17,7 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value};
 
 use super::VarMap;
+use crate::template::pydump::py_str;
 
 /// What Ansible shows for a `no_log` parameter's value.
 pub const NO_LOG_MASK: &str = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER";
@@ -148,17 +149,6 @@ fn convert(v: &Value, p: &Value) -> Value {
             }
         }
         _ => v.clone(),
-    }
-}
-
-/// Python's `str()` of a JSON value, as ansible-core's `str` type makes of a non-string.
-fn py_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Null => "None".into(),
-        other => other.to_string(),
     }
 }
 
