@@ -101,15 +101,7 @@ fn stage(p: &Project, kube_version: &str, helm_version: &str) {
         "cni/plugins/{CNI}/amd64/cni-plugins-linux-amd64-{CNI}.tgz"
     ));
     if !cni.is_file() {
-        let bridge = common::artifacts::debian_file("containernetworking-plugins", "/cni/bridge");
-        let dir = bridge.parent().unwrap();
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        common::artifacts::tar_gz(&cni, dir, &refs);
+        testbed::artifacts::debian::cni_plugins_tgz(&cni);
     }
 }
 
