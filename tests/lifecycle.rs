@@ -37,12 +37,8 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::cluster::{
-    config_downloads_and_native, config_etcd_and_containerd, failures, inits, kube_calls, line,
-    results, serve_cluster,
-};
+use common::cluster::{failures, inits, kube_calls, line, results, serve_cluster};
 use common::cri::busybox_layout;
-use common::docker::{COMPOSE_VERSION, REGISTRY_VERSION};
 use common::fakes::{self, FakeArtifacts};
 use common::fresh::{differences, state};
 use common::registry::curl;
@@ -84,34 +80,13 @@ fn inventory(bed: &TestBed, workers: &[&str], etcd: &[&str]) -> String {
 }
 
 fn config(p: &Project, mirror: &str, sums: &BTreeMap<&str, String>, fa: &FakeArtifacts) -> String {
-    format!(
-        r#"apiVersion: kubekey.kubesphere.io/v1
-kind: Config
-spec:
-  zone: cn
-  kubernetes:
-    kube_version: {KUBE}
-    control_plane_endpoint: {{type: haproxy}}
-{etcd_cri}    docker_version: "{docker}"
-  cni:
-    type: calico
-    cni_plugins_version: v1.1.1
-    calico:
-      values:
-        installation: {{calicoNetwork: {{bgp: Disabled}}}}
-  storage_class:
-    local: {{enabled: true}}
-    nfs: {{enabled: false}}
-  image_registry:
-    type: docker-registry
-    docker_registry_version: "{REGISTRY_VERSION}"
-    dockercompose_version: {COMPOSE_VERSION}
-    auth:
-      password: "{PASSWORD}"
-{tail}"#,
-        etcd_cri = config_etcd_and_containerd(),
-        docker = common::docker::DOCKER_VERSION,
-        tail = config_downloads_and_native(&p.path("artifacts.yaml"), mirror, sums, fa),
+    testbed::artifacts::config::cluster_config(
+        KUBE,
+        PASSWORD,
+        &p.path("artifacts.yaml"),
+        mirror,
+        sums,
+        fa,
     )
 }
 

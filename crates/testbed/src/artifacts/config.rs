@@ -66,3 +66,48 @@ pub fn config_etcd_and_containerd() -> String {
         containerd = super::containerd::CONTAINERD_VERSION,
     )
 }
+
+/// A whole cluster config for the served artifacts, as the lifecycle test and `bench
+/// --flow` use it: Kubernetes `kube` behind haproxy, external etcd and containerd
+/// ([`config_etcd_and_containerd`]), calico, the local storage class, the docker-registry
+/// with `password`, and the downloads and OS init of [`config_downloads_and_native`].
+pub fn cluster_config(
+    kube: &str,
+    password: &str,
+    manifest: &Path,
+    mirror: &str,
+    sums: &BTreeMap<&str, String>,
+    fa: &FakeArtifacts,
+) -> String {
+    format!(
+        r#"apiVersion: kubekey.kubesphere.io/v1
+kind: Config
+spec:
+  zone: cn
+  kubernetes:
+    kube_version: {kube}
+    control_plane_endpoint: {{type: haproxy}}
+{etcd_cri}    docker_version: "{docker}"
+  cni:
+    type: calico
+    cni_plugins_version: v1.1.1
+    calico:
+      values:
+        installation: {{calicoNetwork: {{bgp: Disabled}}}}
+  storage_class:
+    local: {{enabled: true}}
+    nfs: {{enabled: false}}
+  image_registry:
+    type: docker-registry
+    docker_registry_version: "{registry}"
+    dockercompose_version: {compose}
+    auth:
+      password: "{password}"
+{tail}"#,
+        etcd_cri = config_etcd_and_containerd(),
+        docker = super::docker::DOCKER_VERSION,
+        registry = super::docker::REGISTRY_VERSION,
+        compose = super::docker::COMPOSE_VERSION,
+        tail = config_downloads_and_native(manifest, mirror, sums, fa),
+    )
+}

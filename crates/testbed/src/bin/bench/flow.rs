@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use testbed::artifacts::{config, fakes, oci, serve};
+use testbed::artifacts::{config, oci, serve};
 use testbed::TestBed;
 
 use super::measure::measure_tree_lines;
@@ -105,45 +105,6 @@ fn inventory(bed: &TestBed, names: &[String], with_new: bool) -> String {
         let _ = writeln!(s, "    image_registry:\n      hosts: [{r}]");
     }
     s
-}
-
-fn config(
-    dir: &Path,
-    mirror: &str,
-    sums: &BTreeMap<&str, String>,
-    fa: &fakes::FakeArtifacts,
-) -> String {
-    format!(
-        r#"apiVersion: kubekey.kubesphere.io/v1
-kind: Config
-spec:
-  zone: cn
-  kubernetes:
-    kube_version: {KUBE}
-    control_plane_endpoint: {{type: haproxy}}
-{etcd_cri}    docker_version: "{docker}"
-  cni:
-    type: calico
-    cni_plugins_version: v1.1.1
-    calico:
-      values:
-        installation: {{calicoNetwork: {{bgp: Disabled}}}}
-  storage_class:
-    local: {{enabled: true}}
-    nfs: {{enabled: false}}
-  image_registry:
-    type: docker-registry
-    docker_registry_version: "{registry}"
-    dockercompose_version: {compose}
-    auth:
-      password: "{PASSWORD}"
-{tail}"#,
-        etcd_cri = config::config_etcd_and_containerd(),
-        docker = testbed::artifacts::docker::DOCKER_VERSION,
-        registry = testbed::artifacts::docker::REGISTRY_VERSION,
-        compose = testbed::artifacts::docker::COMPOSE_VERSION,
-        tail = config::config_downloads_and_native(&dir.join("artifacts.yaml"), mirror, sums, fa),
-    )
 }
 
 /// Bytes received so far by each host, from its bridge port (traffic the bridge sent it).
@@ -276,7 +237,14 @@ pub(super) fn run_size(
     let (srv, sums, fa) = serve::serve_cluster(&dir, KUBE, HELM, CHARTS, true);
     fs::write(
         dir.join("config.yaml"),
-        config(&dir, &srv.url(""), &sums, &fa),
+        config::cluster_config(
+            KUBE,
+            PASSWORD,
+            &dir.join("artifacts.yaml"),
+            &srv.url(""),
+            &sums,
+            &fa,
+        ),
     )
     .map_err(|e| e.to_string())?;
     fs::write(dir.join("inventory.yaml"), inventory(&bed, &names, false))
