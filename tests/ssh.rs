@@ -401,3 +401,44 @@ fn inline_private_key_is_used_and_removed() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// Many hosts delegating to one host at once (workers labelled from the first control
+/// plane node) stay within sshd's `MaxSessions 10` channels per connection: kk queues
+/// its commands on that host's one master instead of having channels refused.
+#[test]
+fn many_hosts_delegating_to_one_share_its_master_within_max_sessions() {
+    let bed = TestBed::start(1).expect("boot test hosts");
+    let target = &bed.hosts()[0].name;
+    let mut inv = bed.inventory_yaml();
+    let locals: Vec<String> = (1..=24).map(|i| format!("local{:02}", i)).collect();
+    inv = inv.replace(
+        "  groups:\n",
+        &locals
+            .iter()
+            .map(|n| format!("    {}:\n      connector:\n        type: local\n", n))
+            .chain(std::iter::once("  groups:\n".to_string()))
+            .collect::<String>(),
+    );
+    inv.push_str("    locals:\n      hosts:\n");
+    for n in &locals {
+        inv.push_str(&format!("        - {}\n", n));
+    }
+    let site = format!(
+        "- hosts: locals\n  gather_facts: false\n  tasks:\n    - name: on the target\n      shell: sleep 0.5; echo {{{{ inventory_hostname }}}}\n      delegate_to: {}\n      register: out\n    - name: all answered\n      assert: {{that: [\"out.stdout == inventory_hostname\"]}}\n",
+        target
+    );
+    let p = Project::new();
+    p.file("inventory.yaml", &inv).file("site.yaml", &site);
+    let before = bed.accepted_ssh_logins(0).unwrap();
+    let r = p.run_json(&["--workdir", "wd", "--forks", "30"]);
+    r.code(0);
+    for n in &locals {
+        assert_eq!(r.recap(n)["failed"], 0, "{}", r.describe());
+        assert_eq!(r.recap(n)["unreachable"], 0, "{}", r.describe());
+    }
+    assert_eq!(
+        bed.accepted_ssh_logins(0).unwrap() - before,
+        1,
+        "one master for all the delegated commands"
+    );
+}

@@ -108,9 +108,18 @@ pub struct SshSettings {
     pub runtime_dir: PathBuf,
 }
 
+/// Channels kk keeps open at once on one master. sshd refuses channels beyond its
+/// `MaxSessions` (10 by default) on one connection, and a refused channel looks like a
+/// lost connection; a host that many others delegate to (the first control plane node
+/// labelling 30 workers) would see 30 at once. Two below the default leave room for a
+/// channel sshd has not yet counted as closed.
+pub const CHANNELS_PER_HOST: usize = 8;
+
 /// One host's SSH connection: the master, opened lazily, re-opened once if it drops.
 pub struct SshConnection {
     settings: SshSettings,
+    /// At most [`CHANNELS_PER_HOST`] commands at once; the others wait their turn.
+    channels: tokio::sync::Semaphore,
     session: Mutex<Option<Arc<Session>>>,
     /// Per become user: does sudo run without a password? Probed once, so a password
     /// is only fed to sudo when it will read it (otherwise it would reach the command).
@@ -162,6 +171,7 @@ impl SshConnection {
             })?;
         Ok(SshConnection {
             settings,
+            channels: tokio::sync::Semaphore::new(CHANNELS_PER_HOST),
             session: Mutex::new(None),
             sudo_nopasswd: Mutex::new(std::collections::HashMap::new()),
             dir,
@@ -618,6 +628,10 @@ fn write_secret(path: &std::path::Path, content: &str) -> Result<()> {
 #[async_trait]
 impl Connection for SshConnection {
     async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput> {
+        // Held for the whole call: the sudo probe and a retry are channels too.
+        let _channel = self.channels.acquire().await.map_err(|_| {
+            unreachable_error(&self.settings, "the connection is closed".to_string())
+        })?;
         self.ensure_open(false).await?;
         let mut owned;
         let mut req = req;
