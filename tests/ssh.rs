@@ -442,3 +442,48 @@ fn many_hosts_delegating_to_one_share_its_master_within_max_sessions() {
         "one master for all the delegated commands"
     );
 }
+
+/// A big controller file goes to every host streamed: kk runs under a 200 MiB
+/// address-space cap while putting 256 MB on 3 hosts (it used to read the file whole
+/// per host), the hosts get it intact, and a second run sends nothing.
+#[test]
+fn a_big_file_is_streamed_to_every_host_in_bounded_memory() {
+    let bed = TestBed::start(3).expect("boot test hosts");
+    let p = project(
+        &bed,
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: big\n      copy: {src: big.bin, dest: /opt/big.bin, mode: '0644'}\n",
+    );
+    let len: u64 = 256 << 20;
+    let f = std::fs::File::create(p.path("big.bin")).unwrap();
+    f.set_len(len).unwrap();
+    drop(f);
+    let args = [
+        "run",
+        "site.yaml",
+        "-i",
+        "inventory.yaml",
+        "--output",
+        "json",
+        "--workdir",
+        "wd",
+    ];
+    let r = p.kk_bounded(&args, 300, 200);
+    r.code(0);
+    for (i, h) in bed.hosts().iter().enumerate() {
+        assert_eq!(r.result("big", &h.name)["result"]["changed"], true);
+        assert_eq!(r.result("big", &h.name)["result"]["size"], len);
+        let out = bed.ssh(
+            i,
+            "head -c 268435456 /dev/zero | sha256sum; sha256sum < /opt/big.bin",
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let sums: Vec<&str> = text.lines().collect();
+        assert_eq!(sums.len(), 2, "{}", text);
+        assert_eq!(sums[0], sums[1], "the host's copy is the file sent");
+    }
+    let again = p.kk_bounded(&args, 120, 200);
+    again.code(0);
+    for h in bed.hosts() {
+        assert_eq!(again.result("big", &h.name)["result"]["changed"], false);
+    }
+}

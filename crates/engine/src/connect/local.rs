@@ -4,7 +4,6 @@
 use std::process::Stdio;
 
 use async_trait::async_trait;
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use super::{shell_quote, BecomeMethod, Connection, ExecOutput, ExecRequest};
@@ -95,12 +94,9 @@ impl Connection for LocalConnection {
                 input.push(b'\n');
             }
         }
-        if let Some(data) = &req.stdin {
-            input.extend_from_slice(data);
-        }
+        let data = req.stdin.clone();
         let writer = tokio::spawn(async move {
-            let _ = stdin.write_all(&input).await;
-            drop(stdin);
+            let _ = super::input::feed(&mut stdin, &input, data.as_ref()).await;
         });
         // Both streams read at once (a full pipe would block the command), each kept
         // whole or bounded as the request says, then the exit status.

@@ -9,12 +9,15 @@ use async_trait::async_trait;
 use crate::ansible::{split_words, to_bool};
 use crate::error::Result;
 
+pub use input::Input;
+
 /// kk's shell quoting, for modules that build scripts (it lives in [`crate::ansible`]).
 pub use crate::ansible::shell_quote;
 
 pub mod bounded;
 #[cfg(test)]
 pub mod fake;
+pub mod input;
 pub mod local;
 pub mod ssh;
 pub mod su;
@@ -119,8 +122,8 @@ pub enum BecomeMethod {
 pub struct ExecRequest {
     /// POSIX shell script, run by `/bin/sh`.
     pub script: String,
-    /// Bytes fed to the script's standard input.
-    pub stdin: Option<Vec<u8>>,
+    /// What the script reads on its standard input (bytes, or a streamed file).
+    pub stdin: Option<Input>,
     /// Extra environment variables for the script.
     pub env: Vec<(String, String)>,
     /// Run as another user (sudo or su).

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use openssh::{Session, Stdio};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
 use super::{shell_quote, Become, BecomeMethod, Connection, ExecOutput, ExecRequest};
@@ -377,25 +376,24 @@ impl SshConnection {
             .stderr(Stdio::piped());
         let mut child = command.spawn().await?;
         *started = true;
-        let mut input = Vec::new();
+        let mut prefix = Vec::new();
         if let Some(b) = &req.become_ {
             if b.method == BecomeMethod::Su {
-                input = super::su::input_prefix(b);
+                prefix = super::su::input_prefix(b);
             } else if let Some(pw) = &b.password {
-                input.extend_from_slice(pw.as_bytes());
-                input.push(b'\n');
+                prefix.extend_from_slice(pw.as_bytes());
+                prefix.push(b'\n');
             }
         }
-        if let Some(data) = &req.stdin {
-            input.extend_from_slice(data);
-        }
-        if let Some(mut stdin) = child.stdin().take() {
-            let _ = stdin.write_all(&input).await;
-            let _ = stdin.shutdown().await;
+        let mut stdin = child.stdin().take();
+        let write_in = async {
+            if let Some(w) = stdin.as_mut() {
+                let _ = super::input::feed(w, &prefix, req.stdin.as_ref()).await;
+            }
             drop(stdin);
-        }
-        // Read both streams concurrently (a full pipe would block the remote command),
-        // then wait. Not `wait_with_output`: openssh turns a remote exit status 127 into an
+        };
+        // Feed stdin and read both streams concurrently (a full pipe would block the
+        // remote command, and a streamed file may be large), then wait. Not `wait_with_output`: openssh turns a remote exit status 127 into an
         // error and drops the output, but 127 is the command's own status ("command not
         // found" from the remote shell), not a broken connection.
         let (mut out_pipe, mut err_pipe) = (child.stdout().take(), child.stderr().take());
@@ -418,7 +416,8 @@ impl SshConnection {
             }
             Ok::<_, openssh::Error>(buf)
         };
-        let (stdout, stderr) = tokio::try_join!(read_out, read_err)?;
+        let ((), read) = tokio::join!(write_in, async { tokio::try_join!(read_out, read_err) });
+        let (stdout, stderr) = read?;
         let rc = match child.wait().await {
             Ok(status) => status.code().unwrap_or(-1),
             Err(openssh::Error::Remote(e)) if e.kind() == std::io::ErrorKind::NotFound => 127,

@@ -45,7 +45,7 @@ impl Connection for Traced {
         let out = self.inner.exec(req).await;
         let ms = t0.elapsed().as_millis() as u64;
         self.count(
-            (req.script.len() + req.stdin.as_ref().map_or(0, Vec::len)) as u64,
+            req.script.len() as u64 + req.stdin.as_ref().map_or(0, super::Input::len),
             out.as_ref()
                 .map_or(0, |o| (o.stdout.len() + o.stderr.len()) as u64),
         );
@@ -56,7 +56,7 @@ impl Connection for Traced {
                 connection = self.kind,
                 become_user,
                 script_bytes = req.script.len(),
-                stdin_bytes = req.stdin.as_ref().map_or(0, Vec::len),
+                stdin_bytes = req.stdin.as_ref().map_or(0, super::Input::len),
                 rc = o.rc,
                 stdout_bytes = o.stdout.len(),
                 stderr_bytes = o.stderr.len(),

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::connect::{Become, Connection, ExecOutput, ExecRequest};
+use crate::connect::{Become, Connection, ExecOutput, ExecRequest, Input};
 use crate::error::{Error, ErrorKind, Result, Span};
 use crate::template::Templar;
 
@@ -62,6 +62,7 @@ pub mod script;
 pub mod set_fact;
 pub mod setup;
 pub mod slurp;
+pub mod source;
 pub mod stat;
 pub mod sysctl;
 pub mod systemd_service;
@@ -329,6 +330,16 @@ impl ModuleContext {
         script: impl Into<String>,
         stdin: Option<Vec<u8>>,
     ) -> Result<ExecOutput> {
+        self.exec_keeping(script.into(), stdin.map(Input::Bytes), None)
+            .await
+    }
+
+    /// [`ModuleContext::exec`] with any [`Input`]: a controller file is streamed.
+    pub async fn exec_input(
+        &self,
+        script: impl Into<String>,
+        stdin: Option<Input>,
+    ) -> Result<ExecOutput> {
         self.exec_keeping(script.into(), stdin, None).await
     }
 
@@ -341,13 +352,14 @@ impl ModuleContext {
         stdin: Option<Vec<u8>>,
     ) -> Result<ExecOutput> {
         let keep = Some(crate::connect::bounded::keep());
-        self.exec_keeping(script.into(), stdin, keep).await
+        self.exec_keeping(script.into(), stdin.map(Input::Bytes), keep)
+            .await
     }
 
     async fn exec_keeping(
         &self,
         script: String,
-        stdin: Option<Vec<u8>>,
+        stdin: Option<Input>,
         keep: Option<usize>,
     ) -> Result<ExecOutput> {
         self.conn

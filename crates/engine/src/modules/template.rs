@@ -87,7 +87,7 @@ fn parse(raw: VarMap) -> Result<Parsed> {
     }
     Attrs::from(&fa).check("template")?;
     let spec = PutSpec {
-        data: Vec::new(),
+        data: Default::default(),
         dest,
         src_name: None,
         src_label: None,
@@ -147,7 +147,7 @@ fn render(ctx: &ModuleContext, p: &Parsed) -> Result<PutSpec> {
         Some(Newline::Cr) => rendered.replace("\r\n", "\n").replace('\n', "\r"),
     };
     let mut spec = PutSpec {
-        data: rendered.into_bytes(),
+        data: rendered.into_bytes().into(),
         // As Ansible: into a directory the file keeps the template's name (`.j2` too).
         src_name: path.file_name().map(|n| n.to_string_lossy().into_owned()),
         src_label: Some(path.display().to_string()),

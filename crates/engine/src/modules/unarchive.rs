@@ -21,7 +21,7 @@ use super::lineinfile::attrs_of;
 use super::plan::OneScript;
 use super::remote::{self, qpath};
 use super::{ModuleContext, ModuleResult, VarMap};
-use crate::connect::shell_quote;
+use crate::connect::{shell_quote, Input};
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Deserialize)]
@@ -198,14 +198,24 @@ impl OneScript for Unarchive {
                 return Ok(pending);
             }
             let path = ctx.find_file("files", &src)?;
-            let data = std::fs::read(&path).map_err(|e| {
+            let cannot_read = |e: std::io::Error| {
                 Error::new(
                     ErrorKind::Io,
                     format!("unarchive: cannot read {}: {}", path.display(), e),
                 )
                 .at_opt(ctx.span.as_ref())
-            })?;
-            let f = detect(&src, Some(&data[..data.len().min(512)]));
+            };
+            // The archive is streamed to the host; only its start is read here, to tell
+            // its format.
+            let mut head = Vec::with_capacity(512);
+            let len = {
+                use std::io::Read;
+                let f = std::fs::File::open(&path).map_err(cannot_read)?;
+                let len = f.metadata().map_err(cannot_read)?.len();
+                f.take(512).read_to_end(&mut head).map_err(cannot_read)?;
+                len
+            };
+            let f = detect(&src, Some(&head));
             if f.is_none() {
                 return Err(Error::new(
                     ErrorKind::ModuleArgs,
@@ -216,6 +226,10 @@ impl OneScript for Unarchive {
                 )
                 .at_opt(ctx.span.as_ref()));
             }
+            let data = Input::File {
+                path: std::sync::Arc::new(path.clone()),
+                len,
+            };
             (Some(data), f, path.display().to_string())
         };
         let attrs = attrs_of(&c.attrs);
@@ -285,7 +299,7 @@ esac
         s.push_str("p=\"$work\"\n");
         s.push_str(&attrs.script("p", true));
         s.push_str(COMPARE);
-        let out = ctx.exec(s, data).await?;
+        let out = ctx.exec_input(s, data).await?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         if out.rc != 0 {
             let what = match out.rc {

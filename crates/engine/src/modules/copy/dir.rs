@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::super::remote::{self, qpath, Attrs, Checksum, FileKind, StatOptions};
+use super::super::source::Content;
 use super::super::{ModuleContext, ModuleResult};
 use super::preserve_local_mode;
 use super::put::{apply_one, join, plan_one, PutSpec, PutWork};
@@ -134,13 +135,7 @@ pub async fn plan(
         if *is_dir {
             continue;
         }
-        let data = std::fs::read(local_path).map_err(|e| {
-            Error::new(
-                ErrorKind::Io,
-                format!("copy: cannot read {}: {}", local_path.display(), e),
-            )
-        })?;
-        let data = crate::vault::decrypt_file(local_path, data)?;
+        let data = Content::of_file(local_path).await?;
         let mut attrs = spec.attrs.clone();
         preserve_local_mode(&mut attrs, local_path);
         let one = PutSpec {

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use super::args::{parse_with_file_attrs, Flag, Mode, Text};
 use super::plan::{Plan, PlanApply};
-use super::remote::{sha1_hex, Attrs};
+use super::remote::Attrs;
+use super::source::Content;
 use super::{ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -139,7 +140,7 @@ fn parse(raw: VarMap) -> Result<Parsed> {
     Ok(Parsed {
         source,
         spec: PutSpec {
-            data: Vec::new(),
+            data: Content::default(),
             dest,
             src_name: None,
             src_label: None,
@@ -156,12 +157,13 @@ fn parse(raw: VarMap) -> Result<Parsed> {
 
 /// The one file to put for `content` or a controller file `src`; `None` for a tree or
 /// a host source, which are planned as a whole.
-fn one_file(ctx: &ModuleContext, p: &Parsed) -> Result<Option<PutSpec>> {
+async fn one_file(ctx: &ModuleContext, p: &Parsed) -> Result<Option<PutSpec>> {
     match &p.source {
         Source::Content(data) => {
-            verify_checksum(&p.checksum, data)?;
+            let data = Content::from(data.clone());
+            verify_checksum(&p.checksum, &data)?;
             Ok(Some(PutSpec {
-                data: data.clone(),
+                data,
                 ..p.spec.clone()
             }))
         }
@@ -171,16 +173,16 @@ fn one_file(ctx: &ModuleContext, p: &Parsed) -> Result<Option<PutSpec>> {
             if path.is_dir() {
                 return Ok(None);
             }
-            let data = std::fs::read(&path).map_err(|e| {
-                Error::new(
-                    ErrorKind::Io,
-                    format!("copy: cannot read {}: {}", path.display(), e),
-                )
-                .at_opt(ctx.span.as_ref())
+            // Streamed to the host; a vaulted src is copied as its plaintext (Ansible's
+            // `decrypt: true` default).
+            let data = Content::of_file(&path).await.map_err(|e| {
+                let e = if e.kind == ErrorKind::Io {
+                    Error::new(ErrorKind::Io, format!("copy: {}", e.message))
+                } else {
+                    e
+                };
+                e.at_opt(ctx.span.as_ref())
             })?;
-            // A vaulted src is copied as its plaintext (Ansible's `decrypt: true` default).
-            let data =
-                crate::vault::decrypt_file(&path, data).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
             verify_checksum(&p.checksum, &data)?;
             let mut one = PutSpec {
                 data,
@@ -227,7 +229,7 @@ impl PlanApply for Copy {
                 return Ok(Plan::Done(pending));
             }
         }
-        if let Some(one) = one_file(ctx, &p)? {
+        if let Some(one) = one_file(ctx, &p).await? {
             return Ok(to_plan(put::plan(ctx, one).await?, CopyWork::File));
         }
         match &p.source {
@@ -268,7 +270,7 @@ impl PlanApply for Copy {
         if !put::at_once_fits(ctx, &p.spec) || matches!(p.source, Source::Remote(_)) {
             return Ok(None);
         }
-        match one_file(ctx, &p)? {
+        match one_file(ctx, &p).await? {
             Some(one) => put::at_once(ctx, &one).await,
             None => Ok(None),
         }
@@ -304,9 +306,9 @@ pub(crate) fn check_validate(v: &str) -> Result<()> {
     Ok(())
 }
 
-fn verify_checksum(want: &Option<String>, data: &[u8]) -> Result<()> {
+fn verify_checksum(want: &Option<String>, data: &Content) -> Result<()> {
     if let Some(w) = want {
-        let got = sha1_hex(data);
+        let got = data.sha1();
         if !w.eq_ignore_ascii_case(&got) {
             return Err(Error::new(
                 ErrorKind::Runtime,

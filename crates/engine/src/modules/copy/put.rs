@@ -4,17 +4,18 @@
 //! common case of a small file.
 
 use super::super::remote::{
-    self, add_stat_keys, file_diff, md5_hex, qpath, sha1_hex, sha256_hex, Attrs, Checksum,
-    FileKind, RemoteStat, StatOptions, WriteOptions,
+    self, add_stat_keys, file_diff, qpath, Attrs, Checksum, FileKind, RemoteStat, StatOptions,
+    WriteOptions,
 };
+use super::super::source::Content;
 use super::super::{FileDiff, ModuleContext, ModuleResult};
 use crate::error::{Error, ErrorKind, Result};
 
 /// One file to put on the host, shared by `copy` and `template`.
 #[derive(Clone)]
 pub struct PutSpec {
-    /// The bytes the file should hold.
-    pub data: Vec<u8>,
+    /// What the file should hold: bytes, or a controller file streamed to the host.
+    pub data: Content,
     /// `dest` as given (a trailing `/` means "into this directory").
     pub dest: String,
     /// The source's file name, used when `dest` is a directory.
@@ -42,7 +43,7 @@ pub(super) fn join(dir: &str, name: &str) -> String {
 
 /// Files up to this size go along with the first look at the destination (see
 /// [`at_once`]); bigger ones are only sent when they must be written.
-const AT_ONCE_MAX: usize = 256 * 1024;
+const AT_ONCE_MAX: u64 = 256 * 1024;
 
 /// Whether [`at_once`] may handle `spec` without looking at the host: not with diff,
 /// `backup`, `validate`, `force: no`, a directory `dest` or a big file.
@@ -78,7 +79,7 @@ pub async fn at_once(ctx: &ModuleContext, spec: &PutSpec) -> Result<Option<Modul
     script.push_str(&format!(
         "d={}\nif [ -L \"$d\" ] || [ -d \"$d\" ]; then echo kk_at_once=defer; exit 0; fi\nif [ -f \"$d\" ] && [ \"${{s%% *}}\" = {} ]; then echo kk_at_once=same; exit 0; fi\n",
         qpath(dest),
-        sha256_hex(&spec.data)
+        spec.data.sha256()
     ));
     script.push_str(&remote::write_script(
         dest,
@@ -90,9 +91,9 @@ pub async fn at_once(ctx: &ModuleContext, spec: &PutSpec) -> Result<Option<Modul
             directory_mode: None,
             remote_src: None,
         },
-        Some(spec.data.len() as u64),
+        Some(spec.data.len()),
     ));
-    let out = ctx.exec(script, Some(spec.data.clone())).await?;
+    let out = ctx.exec_input(script, Some(spec.data.input())).await?;
     let said = |what: &str| {
         out.rc == 0
             && String::from_utf8_lossy(&out.stdout)
@@ -232,13 +233,13 @@ pub(super) fn plan_one(
     if tst.exists && !spec.force {
         return Ok((None, None));
     }
-    let sha = sha256_hex(&spec.data);
+    let sha = spec.data.sha256();
     let content_changed = !tst.exists
         || tst.checksum.as_deref() != Some(sha.as_str())
         || (tst.link_source.is_some() && !spec.follow);
     let attrs_changed = tst.exists && spec.attrs.differ(tst)?;
     let diff = (ctx.diff && content_changed)
-        .then(|| file_diff(target, &tst.text(), &String::from_utf8_lossy(&spec.data)));
+        .then(|| file_diff(target, &tst.text(), &spec.data.diff_text()));
     let change = (content_changed || attrs_changed).then_some(content_changed);
     Ok((change, diff))
 }
@@ -253,7 +254,7 @@ pub(super) async fn apply_one(
         let w = remote::write_file(
             ctx,
             &work.target,
-            spec.data.clone(),
+            spec.data.input(),
             &WriteOptions {
                 attrs: spec.attrs.clone(),
                 backup: spec.backup,
@@ -284,9 +285,8 @@ fn finish(
     if let Some(s) = &spec.src_label {
         res.data.insert("src".into(), s.clone().into());
     }
-    res.data
-        .insert("checksum".into(), sha1_hex(&spec.data).into());
-    res.data.insert("md5sum".into(), md5_hex(&spec.data).into());
+    res.data.insert("checksum".into(), spec.data.sha1().into());
+    res.data.insert("md5sum".into(), spec.data.md5().into());
     // In check mode a file to be created does not exist yet: report what it would be.
     if fin.exists {
         add_stat_keys(res, fin);

@@ -1,6 +1,7 @@
 //! Unit tests of `copy` over the local connection.
 
 use super::super::plan::Planned;
+use super::super::remote::sha1_hex;
 use super::super::remote::testutil::{args, ctx, mode_of};
 use super::super::Module;
 use super::*;

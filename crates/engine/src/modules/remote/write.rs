@@ -4,7 +4,7 @@
 use super::super::{FileDiff, ModuleContext};
 use super::attrs::normalize_mode;
 use super::{parent_dir, parse_stats, qpath, remote_error, stat_var_script, Attrs, RemoteStat};
-use crate::connect::{shell_quote, ExecOutput};
+use crate::connect::{shell_quote, ExecOutput, Input};
 use crate::error::Result;
 
 /// How to write one file.
@@ -40,11 +40,12 @@ pub struct WriteOutcome {
 pub async fn write_file(
     ctx: &ModuleContext,
     path: &str,
-    data: Vec<u8>,
+    data: impl Into<Input>,
     opts: &WriteOptions,
 ) -> Result<WriteOutcome> {
-    let s = write_script(path, opts, Some(data.len() as u64));
-    let out = ctx.exec(s, Some(data)).await?;
+    let data = data.into();
+    let s = write_script(path, opts, Some(data.len()));
+    let out = ctx.exec_input(s, Some(data)).await?;
     write_outcome(path, &out)
 }
 
