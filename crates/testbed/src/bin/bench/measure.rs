@@ -178,9 +178,10 @@ pub(super) fn measure_tree_lines(
     let (mut pss, mut rss) = poller.join().unwrap_or((0, 0));
     let lines = reader.join().unwrap_or_default();
     // The child's max RSS counts its pages from before `exec` too (the fork of this
-    // process): only a figure above our own RSS says something about the command.
+    // process, whose RSS grows with the artifacts the bench serves): it is only a floor
+    // for a run too short for any sample, and only when above our own RSS.
     let main_rss = ru.ru_maxrss.max(0) as u64;
-    if rss < main_rss && main_rss > own_rss {
+    if rss == 0 && main_rss > own_rss {
         rss = main_rss;
         pss = pss.max(main_rss);
     }
