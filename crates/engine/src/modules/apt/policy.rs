@@ -113,12 +113,26 @@ pub(super) fn package_split(spec: &str) -> (String, Option<String>, Option<Strin
 /// `apt-cache policy` text of that name.
 pub(super) fn parse_known(text: &str) -> Vec<(String, Known)> {
     let mut out: Vec<(String, Known)> = Vec::new();
+    // After `KK_POLICY`: one `apt-cache policy` of many names, each section headed by
+    // its name (`name:` at the line start), for the package of that name.
+    let mut batched = false;
+    let mut current: Option<usize> = None;
     for line in text.lines() {
         if let Some(name) = line.strip_prefix("KK_PKG ") {
             out.push((name.to_string(), Known::default()));
+            current = Some(out.len() - 1);
             continue;
         }
-        let Some((_, k)) = out.last_mut() else {
+        if line == "KK_POLICY" {
+            batched = true;
+            current = None;
+            continue;
+        }
+        if batched && line.ends_with(':') && !line.starts_with(' ') {
+            let name = &line[..line.len() - 1];
+            current = out.iter().position(|(n, k)| n == name && !k.in_cache);
+        }
+        let Some(k) = current.and_then(|i| out.get_mut(i)).map(|(_, k)| k) else {
             continue;
         };
         if let Some(rest) = line.strip_prefix("KK_DPKG ") {
@@ -268,6 +282,17 @@ mod tests {
         assert_eq!(k[0].1.candidate.as_deref(), Some("3.0"));
         assert_eq!(k[0].1.versions, ["3.0", "2.0", "1.0"]);
         assert!(!k[1].1.in_cache && !k[1].1.installed);
+        // The same from one batched `apt-cache policy` (sections by name, any order).
+        let b = "KK_PKG kk-a\nKK_DPKG ii 2.0\nKK_PKG nosuch\nKK_DPKG \nKK_PKG kk-b\nKK_DPKG un \nKK_POLICY\nkk-b:\n  Installed: (none)\n  Candidate: 1.5\n  Version table:\n     1.5 500\n        500 file:/x ./ Packages\nkk-a:\n  Installed: 2.0\n  Candidate: 3.0\n  Version table:\n     3.0 990\n        990 file:/x ./ Packages\n *** 2.0 100\n        100 /var/lib/dpkg/status\n     1.0 500\n        500 file:/x ./ Packages\n";
+        let kb = parse_known(b);
+        assert_eq!(kb.len(), 3);
+        assert_eq!(kb[0].1.versions, k[0].1.versions);
+        assert_eq!(kb[0].1.candidate, k[0].1.candidate);
+        assert!(kb[0].1.installed && kb[0].1.in_cache);
+        assert!(!kb[1].1.in_cache && !kb[1].1.installed);
+        assert!(kb[2].1.in_cache && !kb[2].1.installed);
+        assert_eq!(kb[2].1.candidate.as_deref(), Some("1.5"));
+        assert_eq!(kb[2].1.versions, ["1.5"]);
         let st = package_status(&k[0].1, Some("="), Some("1.*"));
         assert!(st.installed && !st.version_ok);
         assert_eq!(st.installable, Some(Some("1.0".into())));

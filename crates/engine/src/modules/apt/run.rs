@@ -268,11 +268,27 @@ impl Run<'_> {
             .as_ref()
             .map(|r| format!(" -o APT::Default-Release={}", shell_quote(r.as_str())))
             .unwrap_or_default();
+        // dpkg's state per name, then apt's policy of all plain names in one `apt-cache`
+        // (each call loads apt's cache: 30 ms a name, on every host). Names with an
+        // architecture (`libc6:i386`) keep their own call: apt-cache may head their section
+        // otherwise.
         let mut script = String::new();
+        let mut batch = Vec::new();
         for n in names {
             let q = shell_quote(n);
             script.push_str(&format!(
-                "echo 'KK_PKG '{q}\ndpkg-query -W -f='KK_DPKG ${{db:Status-Abbrev}}${{Version}}\\n' {q} 2>/dev/null | head -1\napt-cache{release} policy {q} 2>/dev/null\n"
+                "echo 'KK_PKG '{q}\ndpkg-query -W -f='KK_DPKG ${{db:Status-Abbrev}}${{Version}}\\n' {q} 2>/dev/null | head -1\n"
+            ));
+            if n.contains(':') {
+                script.push_str(&format!("apt-cache{release} policy {q} 2>/dev/null\n"));
+            } else {
+                batch.push(q);
+            }
+        }
+        if !batch.is_empty() {
+            script.push_str(&format!(
+                "echo KK_POLICY\napt-cache{release} policy {} 2>/dev/null\n",
+                batch.join(" ")
             ));
         }
         let out = self.sh(&script).await?;
