@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -22,6 +23,7 @@ use testbed::artifacts::{config, oci, serve};
 use testbed::TestBed;
 
 use super::measure::measure_tree_lines;
+use super::transfer::{self, Transfer};
 use super::Sample;
 
 const KUBE: &str = "v1.30.8";
@@ -50,6 +52,8 @@ pub(super) struct FlowRun {
     pub steps: Vec<Step>,
     /// Remote commands a host needs for fact gathering alone (a `gather_facts` play).
     pub facts_commands: u64,
+    /// One artifact put on every host by kk and by raw ssh.
+    pub transfer: Option<Transfer>,
 }
 
 /// Host names by bed index: `kk-e1..kk-e3` (etcd; the first also the control plane),
@@ -148,8 +152,11 @@ fn step(
     let rx0 = host_rx(bed);
     eprint!("bench: flow {} hosts: {label} … ", names.len() - 1);
     let (sample, ok, lines) = measure_tree_lines(&mut cmd, &log, |l| {
-        l.starts_with("{\"event\":\"play_start\"") || l.starts_with("{\"event\":\"recap\"")
+        l.starts_with("{\"event\":\"play_start\"")
+            || l.starts_with("{\"event\":\"task_start\"")
+            || l.starts_with("{\"event\":\"recap\"")
     })?;
+    write_slowest(&log.with_extension("slowest.txt"), &lines, sample.wall);
     let rx1 = host_rx(bed);
     let text = fs::read_to_string(&log).unwrap_or_default();
     if !ok {
@@ -222,6 +229,7 @@ pub(super) fn run_size(
     base: &Path,
     n: usize,
     throttle: Option<&str>,
+    keep: bool,
 ) -> Result<FlowRun, String> {
     if n < 3 {
         return Err(format!(
@@ -262,6 +270,10 @@ pub(super) fn run_size(
     // What fact gathering alone costs a host, for the add-nodes target.
     let facts = step(kk, &bed, &dir, &names, "facts only", &["run", "facts.yaml"])?;
     let facts_commands = facts.transport.values().map(|t| t[0]).max().unwrap_or(0);
+    eprint!("bench: flow {n} hosts: transfer … ");
+    let transfer = transfer::measure(kk, &bed, &dir, &names[..n])?;
+    eprintln!("kk {:.1} s, raw ssh {:.1} s", transfer.kk_s, transfer.raw_s);
+    let mut transfer = Some(transfer);
     let mut steps = vec![
         step(
             kk,
@@ -280,6 +292,17 @@ pub(super) fn run_size(
             &["create", "cluster"],
         )?,
     ];
+    if keep {
+        let run = FlowRun {
+            n,
+            steps,
+            facts_commands,
+            transfer: transfer.take(),
+        };
+        eprint!("{}", table(&run));
+        keep_up(kk, &dir);
+        return Ok(run);
+    }
     // kube-apiserver cannot run here: a plain listener on the control plane's port 6443
     // stands in where the flow waits for it (as tests/lifecycle.rs does).
     let _ = bed.exec(
@@ -314,7 +337,67 @@ pub(super) fn run_size(
         n,
         steps,
         facts_commands,
+        transfer,
     })
+}
+
+/// `--flow-keep`: with the hosts and the artifact server still up, writes `rerun.sh` (the
+/// no-op step's command line) and waits until the file `KEEP` is removed, so that kk can be
+/// re-run, traced and profiled by hand on the same created cluster as often as needed.
+fn keep_up(kk: &Path, dir: &Path) {
+    let script = dir.join("rerun.sh");
+    let keep = dir.join("KEEP");
+    let _ = fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n# The no-op re-run of the flow bench; KK=other/kk to run another build.\ncd {dir} && exec ${{KK:-{kk}}} create cluster -i inventory.yaml --workdir wd --output json -c config.yaml \"$@\"\n",
+            dir = dir.display(),
+            kk = kk.display()
+        ),
+    );
+    let _ = fs::set_permissions(&script, fs::Permissions::from_mode(0o755));
+    let _ = fs::write(&keep, "");
+    eprintln!(
+        "bench: flow: hosts kept up; re-run with {} (KK=path to use another kk); rm {} to stop",
+        script.display(),
+        keep.display()
+    );
+    while keep.exists() {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+/// Writes the step's slowest tasks (from a task's start to the next task or play start,
+/// all hosts together) beside its log, for finding where a step's time goes.
+fn write_slowest(path: &Path, lines: &[(f64, String)], wall: f64) {
+    let mut marks: Vec<(f64, Option<String>)> = Vec::new();
+    for (t, line) in lines {
+        let Ok(e) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let task = (e["event"] == "task_start").then(|| {
+            format!(
+                "{} | {}",
+                e["play"].as_str().unwrap_or(""),
+                e["task"].as_str().unwrap_or("")
+            )
+        });
+        marks.push((*t, task));
+    }
+    let mut rows: Vec<(f64, String)> = marks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (t, task))| {
+            let end = marks.get(i + 1).map_or(wall, |m| m.0);
+            task.clone().map(|name| (end - t, name))
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut s = String::new();
+    for (secs, name) in rows.iter().take(40) {
+        let _ = writeln!(s, "{secs:7.2} s  {name}");
+    }
+    let _ = fs::write(path, s);
 }
 
 /// The controller's uplink limited to a rate (`tc` token bucket on the bridge's own port:
@@ -447,6 +530,22 @@ pub(super) fn targets(runs: &[FlowRun]) -> (String, bool) {
                 line(Some(x <= limit), format!("create cluster on {n} hosts within {limit}× of 3 hosts: {:.1} s / {:.1} s = {x:.2}×", b.sample.wall, a.sample.wall));
             }
             _ => line(None, format!("create cluster on {n} hosts within {limit}× of 3 hosts (run with --hosts 3,{n})")),
+        }
+    }
+    for r in runs {
+        if let Some(t) = &r.transfer {
+            let mb = t.bytes() as f64 * t.hosts as f64 / (1 << 20) as f64;
+            let x = t.raw_s / t.kk_s;
+            line(
+                Some(x >= 0.8),
+                format!(
+                    "{} hosts: transfer throughput at least 80 % of raw ssh cat: kk {:.0} MB/s, raw {:.0} MB/s = {:.0} %",
+                    t.hosts,
+                    mb / t.kk_s,
+                    mb / t.raw_s,
+                    x * 100.0
+                ),
+            );
         }
     }
     match by(32, "no-op") {

@@ -16,6 +16,7 @@
 mod flow;
 mod measure;
 mod report;
+mod transfer;
 mod workload;
 
 use std::collections::{BTreeMap, HashSet};
@@ -109,6 +110,8 @@ struct Opts {
     flow: bool,
     /// `--throttle RATE`: the controller's uplink limited (tc), e.g. `1gbit`.
     throttle: Option<String>,
+    /// `--flow-keep`: stop after the no-op re-run and keep the hosts up for runs by hand.
+    flow_keep: bool,
     hosts_given: bool,
 }
 
@@ -123,7 +126,9 @@ const USAGE: &str = "usage: bench [--hosts 4,32] [--runs N] [--tools kk,ansible,
   --workdir       where playbooks, inventories and logs go (default: a temporary directory)
   --flow          the cluster flow instead: create cluster, no-op re-run, add nodes, certs
                   renew, delete nodes on fresh hosts of each count (default --hosts 3,32)
-  --throttle      with --flow: limit the controller's uplink to the hosts (tc rate, e.g. 1gbit)";
+  --throttle      with --flow: limit the controller's uplink to the hosts (tc rate, e.g. 1gbit)
+  --flow-keep     with --flow: stop after the no-op re-run, keep the hosts and the artifact
+                  server up and print how to re-run kk by hand (for profiling)";
 
 fn parse_opts() -> Result<Opts, String> {
     let mut o = Opts {
@@ -136,6 +141,7 @@ fn parse_opts() -> Result<Opts, String> {
         workdir: None,
         flow: false,
         throttle: None,
+        flow_keep: false,
         hosts_given: false,
     };
     let mut args = std::env::args().skip(1);
@@ -150,6 +156,11 @@ fn parse_opts() -> Result<Opts, String> {
         }
         if key == "--flow" {
             o.flow = true;
+            continue;
+        }
+        if key == "--flow-keep" {
+            o.flow = true;
+            o.flow_keep = true;
             continue;
         }
         let val = match inline {
@@ -358,7 +369,7 @@ fn run_flow(opts: &Opts, kk: &Path, base: &Path) -> Result<bool, String> {
     let mut runs = Vec::new();
     let mut ok = true;
     for &n in &opts.hosts {
-        match flow::run_size(kk, base, n, opts.throttle.as_deref()) {
+        match flow::run_size(kk, base, n, opts.throttle.as_deref(), opts.flow_keep) {
             Ok(r) => {
                 print!("{}", flow::table(&r));
                 runs.push(r);
