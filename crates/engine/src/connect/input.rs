@@ -69,6 +69,39 @@ pub async fn feed<W: AsyncWrite + Unpin>(
     w.shutdown().await
 }
 
+/// What goes before a command's own input: the become password for sudo (when it will
+/// ask), or su's answers.
+pub fn become_prefix(b: Option<&super::Become>) -> Vec<u8> {
+    match b {
+        Some(b) if b.method == super::BecomeMethod::Su => super::su::input_prefix(b),
+        Some(super::Become {
+            password: Some(pw), ..
+        }) => {
+            let mut v = pw.as_bytes().to_vec();
+            v.push(b'\n');
+            v
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The file a command can read as its standard input as it is (no prefix before it, and
+/// it still has exactly its length): `None` means feed it through a pipe.
+pub fn direct_file(input: Option<&Input>, prefix: &[u8]) -> Option<std::fs::File> {
+    match input {
+        Some(Input::File { path, len }) if prefix.is_empty() => open_exact(path, *len),
+        _ => None,
+    }
+}
+
+/// The file at `path` opened for reading, if it still has exactly `len` bytes: then it
+/// can be a command's standard input as it is (the reader sees exactly those bytes).
+/// `None` when it changed or cannot be opened (the caller streams it, cut at `len`).
+pub fn open_exact(path: &std::path::Path, len: u64) -> Option<std::fs::File> {
+    let f = std::fs::File::open(path).ok()?;
+    (f.metadata().ok()?.len() == len).then_some(f)
+}
+
 /// Copies `r` to `w` in [`CHUNK`]s with one buffer.
 async fn copy_chunks<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     r: &mut R,

@@ -73,30 +73,29 @@ impl Connection for LocalConnection {
         for (k, v) in &req.env {
             cmd.env(k, v);
         }
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+        let become_ = req.become_.as_ref().filter(|b| b.user != self.current_user);
+        let prefix = super::input::become_prefix(become_);
+        let direct = super::input::direct_file(req.stdin.as_ref(), &prefix);
+        cmd.stdin(match direct {
+            Some(f) => Stdio::from(f),
+            None => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| {
             Error::new(
                 ErrorKind::Connection,
                 format!("cannot start /bin/sh on the controller: {e}"),
             )
         })?;
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        let mut input = Vec::new();
-        if let Some(b) = req.become_.as_ref().filter(|b| b.user != self.current_user) {
-            if b.method == BecomeMethod::Su {
-                input = super::su::input_prefix(b);
-            } else if let Some(pw) = &b.password {
-                input.extend_from_slice(pw.as_bytes());
-                input.push(b'\n');
-            }
-        }
+        let stdin = child.stdin.take();
         let data = req.stdin.clone();
         let writer = tokio::spawn(async move {
-            let _ = super::input::feed(&mut stdin, &input, data.as_ref()).await;
+            if let Some(mut stdin) = stdin {
+                let _ = super::input::feed(&mut stdin, &prefix, data.as_ref()).await;
+            }
         });
         // Both streams read at once (a full pipe would block the command), each kept
         // whole or bounded as the request says, then the exit status.
