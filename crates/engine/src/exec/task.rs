@@ -178,6 +178,9 @@ impl Runner {
                 }
             });
             let outcomes = futures::future::join_all(futs).await;
+            // The views of this task hold each host's variable maps: dropped before the
+            // outcomes are applied, so that registering updates those maps in place.
+            drop((first_ctx, first_view, hv));
             // Hosts this task failed or found unreachable (not ignored), as Ansible's
             // linear strategy collects them after each task.
             let mut failed_here: Vec<String> = Vec::new();
@@ -308,17 +311,13 @@ impl Runner {
             if let Some(f) = &o.extras.facts {
                 let target = fact_target(h);
                 self.with_state(&target, |s| {
-                    let mut facts = (*s.facts).clone();
-                    crate::vars::merge_maps(&mut facts, f);
-                    s.facts = Arc::new(facts);
+                    crate::vars::merge_maps(Arc::make_mut(&mut s.facts), f);
                 });
             }
             if let Some(v) = &o.extras.included {
                 let target = fact_target(h);
                 self.with_state(&target, |s| {
-                    let mut inc = (*s.included).clone();
-                    inc.extend(v.clone());
-                    s.included = Arc::new(inc);
+                    Arc::make_mut(&mut s.included).extend(v.clone());
                 });
             }
             if let Some(v) = &o.extras.set_vars {
@@ -457,11 +456,13 @@ impl Runner {
 
     pub(super) fn set_runtime(&self, host: &str, vars: VarMap) {
         self.with_state(host, |s| {
-            let mut rt = (*s.runtime).clone();
+            // In place unless a live view still holds the map (then copied, as it must
+            // not change under that view): a copy per registration cost every task the
+            // size of all the host's set_fact and registered values so far.
+            let rt = Arc::make_mut(&mut s.runtime);
             for (k, v) in vars {
                 rt.insert(k, v);
             }
-            s.runtime = Arc::new(rt);
         });
     }
 }

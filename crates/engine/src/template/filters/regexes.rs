@@ -2,14 +2,45 @@
 //! `regex_replace`, `regex_findall`, `regex_escape`, and [`py_regex`], which the `match`
 //! and `search` tests share.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use minijinja::value::{Kwargs, Rest};
 use minijinja::{Error, Value};
 
 use super::{arg, fail, py_str};
 use crate::template::limits;
 
-/// Compiles a Python regular expression with Ansible's `ignorecase`/`multiline` flags.
+/// Compiled patterns by (pattern, ignorecase, multiline): the same few patterns of the
+/// bundled roles are used by every host on every run of a task, and compiling one costs
+/// more than matching it. Emptied when it reaches [`REGEX_CACHE_MAX`] entries.
+type RegexCache = HashMap<(String, bool, bool), Arc<fancy_regex::Regex>>;
+static REGEX_CACHE: OnceLock<Mutex<RegexCache>> = OnceLock::new();
+const REGEX_CACHE_MAX: usize = 512;
+
+/// Compiles a Python regular expression with Ansible's `ignorecase`/`multiline` flags
+/// (once per run and pattern: compiled patterns are shared).
 pub(crate) fn py_regex(
+    filter: &str,
+    pattern: &str,
+    ignorecase: bool,
+    multiline: bool,
+) -> Result<Arc<fancy_regex::Regex>, Error> {
+    let cache = REGEX_CACHE.get_or_init(Default::default);
+    let key = (pattern.to_string(), ignorecase, multiline);
+    if let Some(re) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(re.clone());
+    }
+    let re = Arc::new(compile_py_regex(filter, pattern, ignorecase, multiline)?);
+    let mut map = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if map.len() >= REGEX_CACHE_MAX {
+        map.clear();
+    }
+    map.insert(key, re.clone());
+    Ok(re)
+}
+
+fn compile_py_regex(
     filter: &str,
     pattern: &str,
     ignorecase: bool,
