@@ -595,7 +595,7 @@ pub(super) fn targets(runs: &[FlowRun]) -> (String, bool) {
             if let Some(st) = r.steps.iter().find(|s| s.label.starts_with("add")) {
                 // Hosts that must act: the new node, the control plane, etcd (they hold the
                 // cluster's state); everyone else only gathers facts.
-                let involved = |h: &str| h == "kk-new" || h.starts_with("kk-e") || h == "kk-reg" && r.n == 3;
+                let involved = |h: &str| h == "kk-new" || h == "localhost" || h.starts_with("kk-e") || h == "kk-reg" && r.n == 3;
                 let worst = st
                     .transport
                     .iter()
