@@ -292,12 +292,32 @@ impl Run<'_> {
                 && n.chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-' | '_'))
         };
-        let mut script = String::from("kk_pol=\n");
+        // dpkg's answers for all plain names come from one dpkg-query too (each loads
+        // dpkg's status database); `kk_get NAME` picks a name's first line.
+        let plain_names: Vec<String> = names
+            .iter()
+            .filter(|n| plain(n))
+            .map(|n| shell_quote(n))
+            .collect();
+        let mut script = String::from("kk_pol=\nkk_d=\n");
+        if !plain_names.is_empty() {
+            script.push_str(&format!(
+                "kk_d=$(dpkg-query -W -f='${{Package}} ${{db:Status-Abbrev}}${{Version}}\\n' {} 2>/dev/null)\n",
+                plain_names.join(" ")
+            ));
+        }
+        script.push_str("kk_get() {\n  kk_s=\n  while IFS= read -r kk_l; do\n    case \"$kk_l\" in \"$1 \"*) kk_s=${kk_l#\"$1 \"}; return 0 ;; esac\n  done <<KK_EOF\n$kk_d\nKK_EOF\n}\n");
         for (i, n) in names.iter().enumerate() {
             let q = shell_quote(n);
-            script.push_str(&format!(
-                "echo 'KK_PKG '{q}\nkk_s=$(dpkg-query -W -f='${{db:Status-Abbrev}}${{Version}}\\n' {q} 2>/dev/null | head -1)\necho \"KK_DPKG $kk_s\"\n"
-            ));
+            if plain(n) {
+                script.push_str(&format!(
+                    "echo 'KK_PKG '{q}\nkk_get {q}\necho \"KK_DPKG $kk_s\"\n"
+                ));
+            } else {
+                script.push_str(&format!(
+                    "echo 'KK_PKG '{q}\nkk_s=$(dpkg-query -W -f='${{db:Status-Abbrev}}${{Version}}\\n' {q} 2>/dev/null | head -1)\necho \"KK_DPKG $kk_s\"\n"
+                ));
+            }
             if !plain(n) {
                 script.push_str(&format!("apt-cache{release} policy {q} 2>/dev/null\n"));
             } else if always(i) {
