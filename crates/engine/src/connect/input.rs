@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 /// Chunk size for streaming a file to a command.
 const CHUNK: usize = 256 * 1024;
@@ -63,7 +63,7 @@ pub async fn feed<W: AsyncWrite + Unpin>(
         Some(Input::Bytes(b)) => w.write_all(b).await?,
         Some(Input::File { path, len }) => {
             let f = tokio::fs::File::open(path.as_path()).await?;
-            copy_chunks(&mut f.take(*len), w).await?;
+            tokio::io::copy_buf(&mut BufReader::with_capacity(CHUNK, f.take(*len)), w).await?;
         }
     }
     w.shutdown().await
@@ -97,24 +97,9 @@ pub fn direct_file(input: Option<&Input>, prefix: &[u8]) -> Option<std::fs::File
 /// The file at `path` opened for reading, if it still has exactly `len` bytes: then it
 /// can be a command's standard input as it is (the reader sees exactly those bytes).
 /// `None` when it changed or cannot be opened (the caller streams it, cut at `len`).
-pub fn open_exact(path: &std::path::Path, len: u64) -> Option<std::fs::File> {
+fn open_exact(path: &std::path::Path, len: u64) -> Option<std::fs::File> {
     let f = std::fs::File::open(path).ok()?;
     (f.metadata().ok()?.len() == len).then_some(f)
-}
-
-/// Copies `r` to `w` in [`CHUNK`]s with one buffer.
-async fn copy_chunks<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
-    r: &mut R,
-    w: &mut W,
-) -> std::io::Result<()> {
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        let n = r.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        w.write_all(&buf[..n]).await?;
-    }
 }
 
 #[cfg(test)]

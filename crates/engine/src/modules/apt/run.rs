@@ -321,18 +321,15 @@ impl Run<'_> {
         script.push_str("kk_get() {\n  kk_s=\n  while IFS= read -r kk_l; do\n    case \"$kk_l\" in \"$1 \"*) kk_s=${kk_l#\"$1 \"}; return 0 ;; esac\n  done <<KK_EOF\n$kk_d\nKK_EOF\n}\n");
         for (i, n) in names.iter().enumerate() {
             let q = shell_quote(n);
-            if plain(n) {
-                script.push_str(&format!(
-                    "echo 'KK_PKG '{q}\nkk_get {q}\necho \"KK_DPKG $kk_s\"\n"
-                ));
-            } else {
-                script.push_str(&format!(
-                    "echo 'KK_PKG '{q}\nkk_s=$(dpkg-query -W -f='${{db:Status-Abbrev}}${{Version}}\\n' {q} 2>/dev/null | head -1)\necho \"KK_DPKG $kk_s\"\n"
-                ));
-            }
+            script.push_str(&format!("echo 'KK_PKG '{q}\n"));
             if !plain(n) {
-                script.push_str(&format!("apt-cache{release} policy {q} 2>/dev/null\n"));
-            } else if always(i) {
+                script.push_str(&format!(
+                    "kk_s=$(dpkg-query -W -f='${{db:Status-Abbrev}}${{Version}}\\n' {q} 2>/dev/null | head -1)\necho \"KK_DPKG $kk_s\"\napt-cache{release} policy {q} 2>/dev/null\n"
+                ));
+                continue;
+            }
+            script.push_str(&format!("kk_get {q}\necho \"KK_DPKG $kk_s\"\n"));
+            if always(i) {
                 script.push_str(&format!("kk_pol=\"$kk_pol {n}\"\n"));
             } else {
                 script.push_str(&format!(

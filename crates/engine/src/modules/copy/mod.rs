@@ -175,12 +175,10 @@ async fn one_file(ctx: &ModuleContext, p: &Parsed) -> Result<Option<PutSpec>> {
             }
             // Streamed to the host; a vaulted src is copied as its plaintext (Ansible's
             // `decrypt: true` default).
-            let data = Content::of_file(&path).await.map_err(|e| {
-                let e = if e.kind == ErrorKind::Io {
-                    Error::new(ErrorKind::Io, format!("copy: {}", e.message))
-                } else {
-                    e
-                };
+            let data = Content::of_file(&path).await.map_err(|mut e| {
+                if e.kind == ErrorKind::Io {
+                    e.message = format!("copy: {}", e.message);
+                }
                 e.at_opt(ctx.span.as_ref())
             })?;
             verify_checksum(&p.checksum, &data)?;
