@@ -44,6 +44,8 @@ pub(crate) struct AnsibleCfg {
     pub(crate) become_user: Option<String>,
     /// `become_ask_pass` / `ANSIBLE_BECOME_ASK_PASS`.
     pub(crate) become_ask_pass: Option<bool>,
+    /// `gathering` / `ANSIBLE_GATHERING`: `implicit`, `explicit` or `smart`.
+    pub(crate) gathering: Option<String>,
     /// `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`.
     pub(crate) ssh_args: Option<String>,
     /// `[inventory] enable_plugins` / `ANSIBLE_INVENTORY_ENABLED`.
@@ -68,7 +70,7 @@ enum Kind {
 }
 
 /// `(section, key, environment variable, kind)` of every setting kk reads.
-const SETTINGS: [(&str, &str, &str, Kind); 20] = [
+const SETTINGS: [(&str, &str, &str, Kind); 21] = [
     ("defaults", "inventory", "ANSIBLE_INVENTORY", Kind::PathList),
     (
         "defaults",
@@ -92,6 +94,7 @@ const SETTINGS: [(&str, &str, &str, Kind); 20] = [
     ),
     ("defaults", "timeout", "ANSIBLE_TIMEOUT", Kind::Int),
     ("defaults", "ask_pass", "ANSIBLE_ASK_PASS", Kind::Bool),
+    ("defaults", "gathering", "ANSIBLE_GATHERING", Kind::Text),
     (
         "privilege_escalation",
         "become",
@@ -467,6 +470,7 @@ impl AnsibleCfg {
             ("host_key_checking", Value::Bool(b)) => self.host_key_checking = Some(b),
             ("timeout", Value::Int(n)) => self.timeout = Some(n),
             ("ask_pass", Value::Bool(b)) => self.ask_pass = Some(b),
+            ("gathering", Value::Text(t)) => self.gathering = Some(t),
             ("become", Value::Bool(b)) => self.become_ = Some(b),
             ("become_method", Value::Text(t)) => self.become_method = Some(t),
             ("become_user", Value::Text(t)) => self.become_user = Some(t),

@@ -298,14 +298,14 @@ async fn run_plan(name: &str, b: &Builtin, plan: lifecycle::Plan) -> Result<i32,
         ));
     }
     let playbook = root.join("playbooks").join(format!("{}.yaml", name));
-    // ansible.cfg is for `kk run`: the built-in commands keep their own defaults.
-    run(
-        playbook,
-        &b.common,
-        preset,
-        &ansible_cfg::AnsibleCfg::default(),
-    )
-    .await
+    // ansible.cfg is for `kk run`: the built-in commands keep their own defaults. Their
+    // playbooks gather facts in many plays (as upstream's do); facts gathered once per host
+    // serve the whole run (what they read does not change during it).
+    let cfg = ansible_cfg::AnsibleCfg {
+        gathering: Some("smart".into()),
+        ..ansible_cfg::AnsibleCfg::default()
+    };
+    run(playbook, &b.common, preset, &cfg).await
 }
 
 /// Runs a future on a fresh runtime until it ends or the user interrupts it (exit 99).

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use kk_engine::connect::ConnectDefaults;
-use kk_engine::exec::{PlayDefaults, RunOptions, TagFilter};
+use kk_engine::exec::{Gathering, PlayDefaults, RunOptions, TagFilter};
 
 use crate::ansible_cfg::AnsibleCfg;
 use kk_engine::inventory::Inventory;
@@ -386,6 +386,16 @@ pub(crate) fn play_defaults(
             .or_else(|| cfg.become_method.clone()),
         become_flags: cfg.become_flags.clone(),
         become_password: None,
+        gathering: match &cfg.gathering {
+            None => Gathering::default(),
+            Some(g) => Gathering::parse(g).ok_or_else(|| {
+                options_error(format!(
+                    "gathering = {}: Invalid value; expected one of implicit, explicit, smart",
+                    g
+                ))
+                .help("set `gathering` in ansible.cfg ([defaults]) or ANSIBLE_GATHERING to implicit, explicit or smart")
+            })?,
+        },
         ..PlayDefaults::default()
     };
     defaults.check().map_err(|m| {

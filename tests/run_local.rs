@@ -80,6 +80,46 @@ fn magic_variables_and_hostvars() {
     assert_eq!(r.msg("names", "h3"), json!("h3 h1,h2,h3 3"));
 }
 
+/// `kk_host_changes` counts what may have changed each host: changed results, failed ones
+/// (ignored or not), and tasks delegated to it, across plays; ok and skipped results do not.
+#[test]
+fn kk_host_changes_counts_what_may_have_changed_a_host() {
+    let p = project(
+        r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: start
+      debug: msg="{{ kk_host_changes }}"
+    - name: a change on h1
+      command: "true"
+      changed_when: inventory_hostname == 'h1'
+    - name: unchanged
+      command: "true"
+      changed_when: false
+    - name: a failure on h2
+      command: "false"
+      when: inventory_hostname == 'h2'
+      ignore_errors: true
+    - name: h3 changes h1
+      command: "true"
+      when: inventory_hostname == 'h3'
+      delegate_to: h1
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: next play
+      debug: msg="{{ kk_host_changes }} {{ hostvars['h1'].kk_host_changes }}"
+"#,
+    );
+    let r = p.run_json(&[]);
+    r.code(0);
+    assert_eq!(r.msg("start", "h1"), json!(0));
+    assert_eq!(r.msg("next play", "h1"), json!("2 2"));
+    assert_eq!(r.msg("next play", "h2"), json!("1 2"));
+    assert_eq!(r.msg("next play", "h3"), json!("0 2"));
+}
+
 #[test]
 fn loops_register_and_conditions() {
     let p = project(

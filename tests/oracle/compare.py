@@ -21,6 +21,7 @@ the recap and the exit code; then the files each run left under its oracle_root
 Fixture header comments (comment lines at the top of the file):
   # args: --tags foo --skip-tags bar     extra arguments passed to both tools
   # expect-rc: 2                         Ansible's expected exit code (default 0)
+  # env: ANSIBLE_GATHERING=smart          environment variables set for both tools
   # kk-differs: <reason> | skip: <selector>, <selector>
       a known, deliberate difference; mismatches matched by a selector are reported
       as "differs by design" instead of failing. Selectors:
@@ -79,6 +80,7 @@ class Fixture:
         self.path = os.path.abspath(path)
         self.name = os.path.splitext(os.path.basename(path))[0]
         self.args: list[str] = []
+        self.env: dict[str, str] = {}  # `# env:` NAME=value pairs, set for both tools
         self.expect_rc = 0
         self.differs: list[tuple[str, list[str]]] = []  # (reason, selectors)
         self.ssh_differs: list[tuple[str, list[str]]] = []  # the same, only with --hosts-file
@@ -104,7 +106,7 @@ class Fixture:
             if not s.startswith("#"):
                 break
             body = s.lstrip("#").strip()
-            m = re.match(r"(args|expect-rc|kk-differs|ssh-differs|ssh-skip|ssh-only|inventory)\s*:\s*(.*)$", body)
+            m = re.match(r"(args|env|expect-rc|kk-differs|ssh-differs|ssh-skip|ssh-only|inventory)\s*:\s*(.*)$", body)
             if not m:
                 continue
             key, value = m.group(1), m.group(2).strip()
@@ -113,6 +115,13 @@ class Fixture:
                     self.args += shlex.split(value)
                 except ValueError as e:
                     self.header_errors.append(f"bad '# args:' header: {e}")
+            elif key == "env":
+                for pair in value.split():
+                    name, eq, val = pair.partition("=")
+                    if not eq or not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
+                        self.header_errors.append(f"bad '# env:' header: expected NAME=value, found {pair!r}")
+                    else:
+                        self.env[name] = val
             elif key == "inventory":
                 for src in value.split():
                     if "," not in src and not os.path.exists(os.path.join(HERE, src)):
@@ -484,6 +493,7 @@ def run_ansible(fx: Fixture, tmp: str, timeout: float, ssh: SshHosts | None = No
     if ssh is not None:
         env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = ssh.ansible_cp
     env.pop("ANSIBLE_FORCE_COLOR", None)
+    env.update(fx.env)
     cmd = [exe, os.path.relpath(fx.path, HERE)] + inventory + ["-e", f"oracle_root={root}"] + fx.args
     if not run.problems:
         _run_process(run, cmd, env, timeout)
@@ -509,7 +519,7 @@ def run_kk(fx: Fixture, tmp: str, timeout: float, ssh: SshHosts | None = None, k
         "-e", f"oracle_root={root}", "--output", "json", "--workdir", workdir,
     ] + fx.args
     if not run.problems:
-        _run_process(run, cmd, dict(os.environ), timeout)
+        _run_process(run, cmd, {**os.environ, **fx.env}, timeout)
     _collect_files(run, ssh, keep)
     return run
 
@@ -898,7 +908,9 @@ def check_ansible_alone(fx: Fixture, run: Run) -> list[str]:
     for ev in run.events:
         if ev.get("event") == "task_start":
             name, path = task_name(ev), ev.get("path", "")
-            if name in seen and seen[name] != path and not ev.get("handler"):
+            # Each play's implicit "Gathering Facts" has the play's path: the one name
+            # allowed in several places (its results are compared in order of occurrence).
+            if name in seen and seen[name] != path and not ev.get("handler") and name != "Gathering Facts":
                 problems.append(f"task name {name!r} is used twice ({seen[name]} and {path}): names must be unique")
             seen.setdefault(name, path)
     return problems

@@ -55,6 +55,33 @@ pub struct PlayDefaults {
     pub start_at_task: Option<String>,
     /// `--step`: ask before each task.
     pub step: bool,
+    /// `gathering =` / `ANSIBLE_GATHERING`: when a play gathers facts.
+    pub gathering: Gathering,
+}
+
+/// Ansible's `DEFAULT_GATHERING`: which plays gather facts, and for which hosts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Gathering {
+    /// Every play that does not say `gather_facts: false` (Ansible's default).
+    #[default]
+    Implicit,
+    /// Only plays that say `gather_facts: true`.
+    Explicit,
+    /// As `Implicit`, but only for hosts whose facts were not gathered yet in this run:
+    /// facts of the first gathering are reused by the later plays.
+    Smart,
+}
+
+impl Gathering {
+    /// Reads `implicit`, `explicit` or `smart` (any case), as ansible.cfg spells them.
+    pub fn parse(s: &str) -> Option<Gathering> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "implicit" => Some(Gathering::Implicit),
+            "explicit" => Some(Gathering::Explicit),
+            "smart" => Some(Gathering::Smart),
+            _ => None,
+        }
+    }
 }
 
 impl PlayDefaults {

@@ -37,7 +37,7 @@ mod tests;
 mod view;
 mod walk;
 
-pub use defaults::PlayDefaults;
+pub use defaults::{Gathering, PlayDefaults};
 pub use listing::{list_playbook, syntax_check, ListWhat};
 pub use tags::TagFilter;
 
@@ -93,6 +93,12 @@ struct HostState {
     included: Arc<VarMap>,
     runtime: Arc<VarMap>,
     counts: Counts,
+    /// `kk_host_changes`: results that changed this host or failed on it (a failure may
+    /// have changed it half-way), including tasks delegated to it. Probes compare it with
+    /// the value they were taken at, to know whether they can still be trusted.
+    changes: u64,
+    /// `setup`/`gather_facts` ran on it: `gathering = smart` gathers it no more.
+    gathered: bool,
     failed: bool,
     /// The failure happened inside a block whose `rescue` will handle it: it does not
     /// count for `max_fail_percentage` (Ansible counts a failure once it is final).

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::walk::play_hosts_map;
-use super::{PlayCtx, Runner, Scope};
+use super::{Gathering, PlayCtx, Runner, Scope};
 use crate::error::{Error, ErrorKind, Result};
 use crate::project::{
     BatchSize, HostOrder, Inherited, Keyword, KeywordValue, Play, Serial, Strategy, Task, TaskKind,
@@ -27,8 +27,8 @@ pub(super) struct PlayKeywords {
     serial: Option<Serial>,
     /// `strategy`.
     pub(super) strategy: Strategy,
-    /// `gather_facts` (default true).
-    gather_facts: bool,
+    /// `gather_facts`; unset, `gathering` decides ([`super::Gathering`]).
+    gather_facts: Option<bool>,
     /// `force_handlers`.
     pub(super) force_handlers: bool,
     /// `max_fail_percentage`.
@@ -62,7 +62,7 @@ impl Runner {
         Ok(PlayKeywords {
             serial: get(self, &play.serial, &ctx)?,
             strategy: get(self, &play.strategy, &ctx)?.unwrap_or_default(),
-            gather_facts: get(self, &play.gather_facts, &ctx)?.unwrap_or(true),
+            gather_facts: get(self, &play.gather_facts, &ctx)?,
             force_handlers: get(self, &play.force_handlers, &ctx)?.unwrap_or(false),
             max_fail_percentage: get(self, &play.max_fail_percentage, &ctx)?.map(|p| p.0),
             order: get(self, &play.order, &ctx)?.unwrap_or_default(),
@@ -290,9 +290,7 @@ impl Runner {
                 environment: pc.play.attrs.environment.iter().cloned().collect(),
                 ..Default::default()
             };
-            if pc.kw.gather_facts {
-                self.gather_facts(&pc, &scope).await;
-            }
+            self.gather_facts(&pc, &scope).await;
             let sections: [(&str, Vec<Task>); 3] = [
                 ("pre_tasks", pc.play.pre_tasks.clone()),
                 (
@@ -347,6 +345,8 @@ impl Runner {
         })
     }
 
+    /// The play's implicit `Gathering Facts` task, for the hosts `gather_facts` and
+    /// `gathering` select.
     async fn gather_facts(self: &Arc<Self>, pc: &Arc<PlayCtx>, scope: &Scope) {
         let task = Task {
             name: Some("Gathering Facts".into()),
@@ -360,6 +360,21 @@ impl Runner {
             dir: pc.play.dir.clone(),
         };
         let hosts = self.active(pc, &pc.batch);
+        // Ansible's PlayIterator: "implied" is gather_facts unset or true.
+        let hosts = match (self.opts.defaults.gathering, pc.kw.gather_facts) {
+            (_, Some(false)) | (Gathering::Explicit, None) => return,
+            (Gathering::Smart, _) => {
+                let states = self.hosts.lock().unwrap();
+                hosts
+                    .into_iter()
+                    .filter(|h| !states.get(h).is_some_and(|s| s.gathered))
+                    .collect()
+            }
+            _ => hosts,
+        };
+        if hosts.is_empty() {
+            return;
+        }
         self.clone()
             .run_tasks_on_hosts(pc.clone(), task, hosts, scope.clone(), true)
             .await;

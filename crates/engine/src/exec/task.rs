@@ -296,6 +296,21 @@ impl Runner {
             m.insert("ansible_failed_result".into(), result.clone());
             self.set_runtime(&o.host, m);
         }
+        let gathers = facts_task
+            || matches!(&t.kind, TaskKind::Module { module, .. }
+                if matches!(modules::canonical_name(module), "setup" | "gather_facts"));
+        if gathers && o.extras.facts.is_some() {
+            let on = o
+                .extras
+                .delegated
+                .as_deref()
+                .filter(|_| o.extras.delegate_facts);
+            self.with_state(on.unwrap_or(&o.host), |s| s.gathered = true);
+        }
+        if changed || o.status == Status::Failed {
+            let on = o.extras.delegated.as_deref().unwrap_or(&o.host);
+            self.with_state(on, |s| s.changes += 1);
+        }
         let fact_target = |h: &String| -> String {
             match &o.extras.delegated {
                 Some(d) if o.extras.delegate_facts => d.clone(),

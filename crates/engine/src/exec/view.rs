@@ -90,6 +90,13 @@ impl Runner {
             "group_names".into(),
             Value::from(self.inventory.read().unwrap().group_names(host)),
         );
+        let changes = self
+            .hosts
+            .lock()
+            .unwrap()
+            .get(host)
+            .map_or(0, |s| s.changes);
+        m.insert("kk_host_changes".into(), Value::from(changes));
         Arc::new(m)
     }
 
