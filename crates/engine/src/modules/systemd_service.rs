@@ -80,6 +80,10 @@ const VALID: &[&str] = &[
 /// Properties reported in `status` (the ones playbooks test), from one `systemctl show`.
 const PROPS: &str = "Id,Names,Description,LoadState,ActiveState,SubState,UnitFileState,UnitFilePreset,MainPID,ExecMainPID,ExecMainStatus,ActiveEnterTimestamp,InactiveEnterTimestamp,FragmentPath,Result,NRestarts";
 
+/// Shell function `readstates`: sets `$load`, `$active` and `$ufs` from `$props` (the
+/// `show` output) with builtins only, no sed per property.
+const READ_STATES: &str = "readstates() {\nload=; active=; ufs=\nwhile IFS='=' read -r k v; do case \"$k\" in LoadState) load=$v ;; ActiveState) active=$v ;; UnitFileState) ufs=$v ;; esac; done <<KK_PROPS\n$props\nKK_PROPS\n}\n";
+
 /// The arguments, parsed and checked without the host.
 struct Checked {
     args: SystemdArgs,
@@ -160,7 +164,7 @@ async fn unit_script(ctx: &ModuleContext, raw: VarMap, report_only: bool) -> Res
         if a.no_block.0 { " --no-block" } else { "" },
         if report_only { "1" } else { "" }
     );
-    s.push_str("act() { echo \"action=$*\"; [ -n \"$check\" ] && return 0; sc \"$@\" >&2 || { echo \"systemctl $* failed\" >&2; exit 95; }; }\n");
+    s.push_str("act() { echo \"action=$*\"; [ -n \"$check\" ] && return 0; acted=1; sc \"$@\" >&2 || { echo \"systemctl $* failed\" >&2; exit 95; }; }\nacted=\n");
     if a.daemon_reexec.0 && !report_only {
         s.push_str("sc daemon-reexec >&2 || exit 96\n");
     }
@@ -183,9 +187,10 @@ async fn unit_script(ctx: &ModuleContext, raw: VarMap, report_only: bool) -> Res
         ""
     };
     s.push_str(&format!(
-            "n={}\nshow() {{ sc show -p {} -- \"$n\"; }}\nprops=$(show) || {{ echo \"$props\"; exit 97; }}\nget() {{ printf '%s\\n' \"$props\" | sed -n \"s/^$1=//p\" | head -n 1; }}\nload=$(get LoadState); active=$(get ActiveState); ufs=$(get UnitFileState)\n",
+            "n={}\nshow() {{ sc show -p {} -- \"$n\"; }}\nprops=$(show) || {{ echo \"$props\"; exit 97; }}\n{}readstates\n",
             shell_quote(&name),
-            PROPS
+            PROPS,
+            READ_STATES
         ));
     if let Some(Flag(m)) = a.masked {
         if m {
@@ -194,19 +199,22 @@ async fn unit_script(ctx: &ModuleContext, raw: VarMap, report_only: bool) -> Res
                     force
                 ));
         } else {
-            s.push_str("if [ \"$ufs\" = masked ] || [ \"$ufs\" = masked-runtime ]; then act unmask -- \"$n\"; [ -z \"$check\" ] && props=$(show) && load=$(get LoadState) && ufs=$(get UnitFileState); fi\n");
+            s.push_str("if [ \"$ufs\" = masked ] || [ \"$ufs\" = masked-runtime ]; then act unmask -- \"$n\"; [ -z \"$check\" ] && props=$(show) && readstates; fi\n");
         }
     }
     // A unit that is not there (and not merely masked) is an error, as in Ansible.
     s.push_str("if [ \"$load\" = not-found ] && [ \"$ufs\" != masked ]; then echo \"Could not find the requested service $n\" >&2; exit 98; fi\n");
     if let Some(Flag(e)) = a.enabled {
         if e {
+            // UnitFileState answers without another systemctl where it is one of the
+            // states `is-enabled` exits 0 for; anything else asks is-enabled (SysV
+            // scripts and the like).
             s.push_str(&format!(
-                    "if ! sc is-enabled --quiet -- \"$n\" 2>/dev/null; then act enable{} -- \"$n\"; fi\n",
+                    "case \"$ufs\" in enabled|enabled-runtime|static|alias|indirect|generated|transient) ;; *) if ! sc is-enabled --quiet -- \"$n\" 2>/dev/null; then act enable{} -- \"$n\"; fi ;; esac\n",
                     force
                 ));
         } else {
-            s.push_str("if sc is-enabled --quiet -- \"$n\" 2>/dev/null; then case \"$(sc is-enabled -- \"$n\" 2>/dev/null)\" in static|indirect|generated|transient|alias) ;; *) act disable -- \"$n\" ;; esac; fi\n");
+            s.push_str("if [ \"$ufs\" != disabled ] && sc is-enabled --quiet -- \"$n\" 2>/dev/null; then case \"$(sc is-enabled -- \"$n\" 2>/dev/null)\" in static|indirect|generated|transient|alias) ;; *) act disable -- \"$n\" ;; esac; fi\n");
         }
     }
     match state {
@@ -222,7 +230,8 @@ async fn unit_script(ctx: &ModuleContext, raw: VarMap, report_only: bool) -> Res
             ),
             None => {}
         }
-    s.push_str("echo '==kk-status=='\nshow\n");
+    // The status after the actions; with none, the state read at the start is still it.
+    s.push_str("echo '==kk-status=='\nif [ -n \"$acted\" ]; then show; else printf '%s\\n' \"$props\"; fi\n");
     let out = ctx.exec(s, None).await?;
     if out.rc != 0 {
         let what = match out.rc {
