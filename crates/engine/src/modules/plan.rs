@@ -69,6 +69,31 @@ pub trait PlanApply: Send + Sync {
     fn validate(&self, _args: &VarMap) -> Result<()> {
         Ok(())
     }
+
+    /// Whether loops of this module may plan items several to a round trip
+    /// ([`PlanApply::plan_batch`]); see [`Module::batches`].
+    fn batches(&self) -> bool {
+        false
+    }
+
+    /// Whether a loop item with these arguments may join a batch.
+    fn batchable(&self, _args: &VarMap) -> bool {
+        false
+    }
+
+    /// Plans several items (never in check mode: batches are for real runs); one plan per
+    /// item, each as [`PlanApply::plan`] would make it. By default, one after the other.
+    async fn plan_batch(
+        &self,
+        ctx: &ModuleContext,
+        items: Vec<VarMap>,
+    ) -> Result<Vec<Result<Plan<Self::Work>>>> {
+        let mut out = Vec::with_capacity(items.len());
+        for args in items {
+            out.push(self.plan(ctx, args).await);
+        }
+        Ok(out)
+    }
 }
 
 /// The [`Module`] of a [`PlanApply`]: plan, then apply unless in check mode.
@@ -91,6 +116,45 @@ impl<P: PlanApply> Module for Planned<P> {
 
     fn validate(&self, args: &VarMap) -> Result<()> {
         self.0.validate(args)
+    }
+
+    fn batches(&self) -> bool {
+        self.0.batches()
+    }
+
+    fn batchable(&self, args: &VarMap) -> bool {
+        self.0.batchable(args)
+    }
+
+    /// The items' plans in one round trip, then in order: an item in place is done; a
+    /// change is applied, and the items after it are planned again (one round trip), as
+    /// the change may touch what they look at. So every item is planned after the items
+    /// before it took effect, as one by one, and a loop whose items are in place costs
+    /// one round trip instead of one per item.
+    async fn run_batch(
+        &self,
+        ctx: &ModuleContext,
+        items: Vec<VarMap>,
+    ) -> Result<Vec<Result<ModuleResult>>> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut plans = self.0.plan_batch(ctx, items.clone()).await?.into_iter();
+        while let Some(plan) = plans.next() {
+            let changed = matches!(plan, Ok(Plan::Change { .. })) && !ctx.check_mode;
+            out.push(match plan {
+                Err(e) => Err(e),
+                Ok(Plan::Done(result)) => Ok(result),
+                Ok(Plan::Change { result, .. }) if ctx.check_mode => Ok(result),
+                Ok(Plan::Change { result, work }) => self.0.apply(ctx, work, result).await,
+            });
+            if changed && out.len() < items.len() {
+                plans = self
+                    .0
+                    .plan_batch(ctx, items[out.len()..].to_vec())
+                    .await?
+                    .into_iter();
+            }
+        }
+        Ok(out)
     }
 }
 
