@@ -384,9 +384,9 @@ fn validate_checks_literal_arguments() {
 fn a_batched_probe_splits_into_each_items_output_and_exit_code() {
     let out = format!(
         "{m}0\nstat of a\nmore\n{m}rc 0\n{m}2\n{m}rc 3\n{m}1\nb\n{m}rc 0\n",
-        m = super::BATCH_MARK
+        m = BATCH_MARK
     );
-    let parts = super::split_batch(out.as_bytes());
+    let parts = split_batch(out.as_bytes());
     assert_eq!(parts[&0], (b"stat of a\nmore\n".to_vec(), Some(0)));
     assert_eq!(parts[&1], (b"b\n".to_vec(), Some(0)));
     assert_eq!(parts[&2], (Vec::new(), Some(3)));
