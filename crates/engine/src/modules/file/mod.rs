@@ -554,7 +554,6 @@ impl PlanApply for File {
                     rc: rc.unwrap_or(out.rc),
                     stdout,
                     stderr: out.stderr.clone(),
-                    ..out.clone()
                 };
                 decide(ctx, p, &one)
             })
