@@ -400,6 +400,18 @@ fn a_cluster_from_create_to_delete_add_renew_images_registry() {
         .map(|(path, e)| line(path, e))
         .collect();
     assert!(others.is_empty(), "the other nodes changed: {:#?}", others);
+    // The nodes that take no part (workers, the registry) get their facts gathered and
+    // nothing else: one command each.
+    for h in ["kk-w1", "kk-w2", "kk-reg"] {
+        assert_eq!(
+            r.transport(h)["commands"],
+            1,
+            "{} got more than its facts gathered: {}\n{}",
+            h,
+            r.transport(h),
+            r.describe()
+        );
+    }
 
     // 3. Certificates renewed.
     let etcd_hosts = [0, 1, 2, E4];

@@ -10,8 +10,9 @@ use super::sh;
 
 /// The state of host `i` as sorted lines. Left out: /proc, /sys, /dev, /run, /tmp, /var/log,
 /// /var/tmp, /var/cache, systemd's journal and random seed, the FAKE tools' own journal
-/// (/var/lib/kk-fakes), the 127.0.1.1 line of /etc/hosts (the hostname kk set), and the
-/// processes of the SSH session that asks.
+/// (/var/lib/kk-fakes), the 127.0.1.1 line of /etc/hosts (the hostname kk set), the
+/// processes of the SSH session that asks, and systemd-hostnamed (started on demand when kk
+/// set the hostname, it exits by itself after 30 idle seconds: a fast run ends before).
 pub fn state(bed: &TestBed, i: usize) -> Vec<String> {
     let out = sh(
         bed,
@@ -25,7 +26,7 @@ find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /run -o -path /
 for f in /etc/hosts /etc/fstab; do echo "content $f $(grep -Ev '^127[.]0[.]1[.]1[[:space:]]' $f | sha256sum | cut -c1-16)"; done
 systemctl list-unit-files --no-legend --no-pager | awk '{ print "unit", $1, $2 }' | LC_ALL=C sort
 systemctl list-units --failed --all --no-legend --plain --no-pager | awk '{ print "failed", $1 }'
-ps -e -o comm= | grep -Ev '^(ps|sh|bash|sshd|sort|grep|awk|find|systemctl|sha256sum|cut|uniq|\(sd-pam\)|kworker.*)$' | LC_ALL=C sort | uniq -c | awk '{ print "process", $2, "x" $1 }'
+ps -e -o comm= | grep -Ev '^(ps|sh|bash|sshd|sort|grep|awk|find|systemctl|sha256sum|cut|uniq|\(sd-pam\)|systemd-hostnam|kworker.*)$' | LC_ALL=C sort | uniq -c | awk '{ print "process", $2, "x" $1 }'
 ss -Hlntu | awk '{ print "listen", $1, $5 }' | LC_ALL=C sort
 ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print "link", $2 }'
 ip -o addr show | awk '{ print "addr", $2, $4 }'

@@ -226,6 +226,16 @@ impl Run {
         ev["hosts"][host].clone()
     }
 
+    /// What the run sent a host (the recap's `transport`: commands, bytes, logins).
+    pub fn transport(&self, host: &str) -> Value {
+        let ev = self
+            .events()
+            .into_iter()
+            .find(|e| e["event"] == "recap")
+            .unwrap_or_else(|| panic!("no recap\n{}", self.describe()));
+        ev["transport"][host].clone()
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "exit code {}\n--- stdout\n{}\n--- stderr\n{}",
