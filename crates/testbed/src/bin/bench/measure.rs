@@ -15,6 +15,15 @@ pub(super) fn children_of(pid: i32) -> Vec<i32> {
     v
 }
 
+/// Whether `child` still runs in `parent`'s memory (a vfork/posix_spawn child before its
+/// exec: its smaps are the parent's, counted once already).
+fn shares_memory(parent: i32, child: i32) -> bool {
+    const KCMP_VM: libc::c_long = 1;
+    // SAFETY: kcmp only compares two processes' kernel objects; no memory is passed.
+    let r = unsafe { libc::syscall(libc::SYS_kcmp, parent, child, KCMP_VM, 0, 0) };
+    r == 0
+}
+
 /// PSS and RSS (kB) of one process, from smaps_rollup.
 pub(super) fn mem_of(pid: i32) -> (u64, u64) {
     let Ok(s) = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
@@ -108,6 +117,8 @@ pub(super) fn measure_tree_lines(
                     if !seen.insert(p) {
                         continue;
                     }
+                    let kids = children_of(p);
+                    todo.extend(kids.iter().copied().filter(|&c| !shares_memory(p, c)));
                     let (a, b) = mem_of(p);
                     pss += a;
                     rss += b;
@@ -116,7 +127,6 @@ pub(super) fn measure_tree_lines(
                             fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
                         by.push((a, format!("{} ({p})", comm.trim())));
                     }
-                    todo.extend(children_of(p));
                 }
                 if detail && pss > peak_pss {
                     by.sort_by(|a, b| b.cmp(a));
