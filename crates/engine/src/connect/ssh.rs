@@ -486,6 +486,19 @@ impl Drop for SshConnection {
     }
 }
 
+/// From this many bytes of input a command counts as a large transfer (an artifact, a
+/// binary): see [`big_inputs`].
+const BIG_INPUT: u64 = 1 << 20;
+
+/// Large transfers run at most 16 at once over all hosts. While one runs, its master holds
+/// up to the channel window (2 MB) in and out: with every host of a 100-host cluster
+/// receiving at once that was 400 MB in the masters. The link or the cipher is the limit
+/// either way; 16 streams still fill either, and each host's copy finishes sooner.
+fn big_inputs() -> &'static tokio::sync::Semaphore {
+    static SEM: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    SEM.get_or_init(|| tokio::sync::Semaphore::new(16))
+}
+
 /// glibc malloc settings of the ssh masters (see [`SshConnection::open`]): allocations
 /// from 128 KiB are mmapped and unmapped when freed, and free heap above 128 KiB is trimmed.
 const MASTER_MALLOC: &str = "glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072";
@@ -640,6 +653,14 @@ impl Connection for SshConnection {
         let _channel = self.channels.acquire().await.map_err(|_| {
             unreachable_error(&self.settings, "the connection is closed".to_string())
         })?;
+        let _big = match &req.stdin {
+            Some(input) if input.len() >= BIG_INPUT => {
+                Some(big_inputs().acquire().await.map_err(|_| {
+                    unreachable_error(&self.settings, "the run is ending".to_string())
+                })?)
+            }
+            _ => None,
+        };
         self.ensure_open(false).await?;
         let mut owned;
         let mut req = req;
