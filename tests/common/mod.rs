@@ -216,24 +216,21 @@ impl Run {
         self.result(task, host)["result"]["msg"].clone()
     }
 
-    /// Recap counts of a host.
-    pub fn recap(&self, host: &str) -> Value {
-        let ev = self
-            .events()
+    fn recap_event(&self) -> Value {
+        self.events()
             .into_iter()
             .find(|e| e["event"] == "recap")
-            .unwrap_or_else(|| panic!("no recap\n{}", self.describe()));
-        ev["hosts"][host].clone()
+            .unwrap_or_else(|| panic!("no recap\n{}", self.describe()))
+    }
+
+    /// Recap counts of a host.
+    pub fn recap(&self, host: &str) -> Value {
+        self.recap_event()["hosts"][host].clone()
     }
 
     /// What the run sent a host (the recap's `transport`: commands, bytes, logins).
     pub fn transport(&self, host: &str) -> Value {
-        let ev = self
-            .events()
-            .into_iter()
-            .find(|e| e["event"] == "recap")
-            .unwrap_or_else(|| panic!("no recap\n{}", self.describe()));
-        ev["transport"][host].clone()
+        self.recap_event()["transport"][host].clone()
     }
 
     pub fn describe(&self) -> String {
