@@ -365,16 +365,19 @@ impl Runner {
             (_, Some(false)) | (Gathering::Explicit, None) => return,
             (Gathering::Smart, _) => {
                 let states = self.hosts.lock().unwrap();
-                hosts
-                    .into_iter()
-                    .filter(|h| !states.get(h).is_some_and(|s| s.gathered))
-                    .collect()
+                let todo: Vec<String> = hosts
+                    .iter()
+                    .filter(|h| !states.get(*h).is_some_and(|s| s.gathered))
+                    .cloned()
+                    .collect();
+                // Every host gathered already: no task at all, as Ansible shows none.
+                if todo.is_empty() && !hosts.is_empty() {
+                    return;
+                }
+                todo
             }
             _ => hosts,
         };
-        if hosts.is_empty() {
-            return;
-        }
         self.clone()
             .run_tasks_on_hosts(pc.clone(), task, hosts, scope.clone(), true)
             .await;
