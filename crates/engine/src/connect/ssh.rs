@@ -438,6 +438,15 @@ impl SshConnection {
             .swap(true, std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Whether the current master still answers (`ssh -O check` through the mux).
+    async fn master_alive(&self) -> bool {
+        let session = self.session.lock().await.clone();
+        match session {
+            Some(s) => s.check().await.is_ok(),
+            None => false,
+        }
+    }
+
     async fn ensure_open(&self, reopen: bool) -> Result<()> {
         let mut guard = self.session.lock().await;
         if reopen {
@@ -708,7 +717,17 @@ impl Connection for SshConnection {
         }
         let line = command_line(req, self.take_reaper());
         let mut started = false;
-        match self.run_once(&line, req, &mut started).await {
+        let mut res = self.run_once(&line, req, &mut started).await;
+        // A master that still answers refused only this session: sshd's `MaxSessions`
+        // also counts channels still closing, more so on a loaded host. Try again on the
+        // same master a few times before opening another one (a second login).
+        let mut delays = [50u64, 200, 500].into_iter();
+        while res.is_err() && !started && self.master_alive().await {
+            let Some(ms) = delays.next() else { break };
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            res = self.run_once(&line, req, &mut started).await;
+        }
+        match res {
             // `timeout -s KILL` exits 137 when it had to kill the command.
             Ok(out) if out.rc == 137 && req.timeout.is_some() => Err(Error::new(
                 ErrorKind::Runtime,
