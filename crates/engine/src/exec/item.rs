@@ -561,17 +561,20 @@ impl Runner {
         &self,
         t: &Task,
         view: &Arc<VarView>,
-        res: ModuleResult,
+        mut res: ModuleResult,
         attempt: u64,
         retries: u64,
         extras: &mut Extras,
     ) -> Option<ItemResult> {
         let err = |e: Error| Some(item_error(e));
         {
-            let mut value = res.to_value();
+            let effects = std::mem::take(&mut res.effects);
+            let diffs = std::mem::take(&mut res.diffs);
+            let has_diff = res.data.contains_key("diff");
+            let mut value = res.into_value();
             // A module that gives its diff in Ansible's shape keeps it.
-            if self.opts.diff && !res.diffs.is_empty() && !res.data.contains_key("diff") {
-                value["diff"] = Value::Array(res.diffs.iter().map(|d| json!({"before_header": d.before_header, "after_header": d.after_header, "before": d.before, "after": d.after})).collect());
+            if self.opts.diff && !diffs.is_empty() && !has_diff {
+                value["diff"] = Value::Array(diffs.iter().map(|d| json!({"before_header": d.before_header, "after_header": d.after_header, "before": d.before, "after": d.after})).collect());
             }
             // changed_when / failed_when / until see the result under the register name.
             let needs_eval = t.own.changed_when.is_some()
@@ -639,7 +642,7 @@ impl Runner {
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
             if !failed {
-                extras.absorb(res.effects, &value);
+                extras.absorb(effects, &value);
             }
             let status = if failed {
                 Status::Failed

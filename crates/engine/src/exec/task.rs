@@ -171,7 +171,12 @@ impl Runner {
                         None => None,
                     };
                     let _fork = me.forks.acquire().await;
-                    let o = me.clone().run_on_host(&pc, &t, &inner, &h, &hv).await;
+                    let mut o = me.clone().run_on_host(&pc, &t, &inner, &h, &hv).await;
+                    // Gathering Facts shows only "(gathered)": the facts themselves wait for
+                    // the other hosts once (in the outcome's effects), not twice.
+                    if facts_task && o.status == Status::Ok {
+                        o.result = gathered_result();
+                    }
                     let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                     me.reporter.progress(n, total);
                     o
@@ -255,7 +260,7 @@ impl Runner {
     ) {
         let mut o = o;
         self.check_rendered_notify(pc, t, inner, &mut o);
-        let mut result = o.result.clone();
+        let mut result = std::mem::take(&mut o.result);
         let changed = result
             .get("changed")
             .and_then(Value::as_bool)
@@ -317,16 +322,23 @@ impl Runner {
                 _ => h.clone(),
             }
         };
-        for h in applies_to {
+        for (i, h) in applies_to.iter().enumerate() {
             if let Some(reg) = &t.own.register {
                 let mut m = VarMap::new();
                 m.insert(reg.clone(), result.clone());
                 self.set_runtime(h, m);
             }
-            if let Some(f) = &o.extras.facts {
+            if o.extras.facts.is_some() {
                 let target = fact_target(h);
+                // The last host a result applies to takes the facts as they are: a host's
+                // first facts (most of its memory) are moved in, not copied.
+                let last = i + 1 == applies_to.len();
                 self.with_state(&target, |s| {
-                    crate::vars::merge_maps(Arc::make_mut(&mut s.facts), f);
+                    if last && s.facts.is_empty() {
+                        s.facts = Arc::new(o.extras.facts.take().unwrap_or_default());
+                    } else if let Some(f) = &o.extras.facts {
+                        crate::vars::merge_maps(Arc::make_mut(&mut s.facts), f);
+                    }
                 });
             }
             if let Some(v) = &o.extras.included {
@@ -378,7 +390,7 @@ impl Runner {
             *pc.magic.write().unwrap() = Arc::new(magic);
         }
         if facts_task && o.status == Status::Ok {
-            result = json!({"changed": false, "failed": false, "ansible_facts": "(gathered)"});
+            result = gathered_result();
         }
         if o.no_log {
             result = json!({"censored": CENSORED, "changed": changed});
@@ -480,4 +492,9 @@ impl Runner {
             }
         });
     }
+}
+
+/// What the implicit Gathering Facts task shows for a host, in place of its facts.
+fn gathered_result() -> Value {
+    json!({"changed": false, "failed": false, "ansible_facts": "(gathered)"})
 }

@@ -238,7 +238,21 @@ impl ModuleResult {
 
     /// The registered form: Ansible's result dictionary.
     pub fn to_value(&self) -> Value {
-        let mut m = self.data.clone();
+        ModuleResult {
+            changed: self.changed,
+            failed: self.failed,
+            skipped: self.skipped,
+            msg: self.msg.clone(),
+            data: self.data.clone(),
+            ..ModuleResult::default()
+        }
+        .into_value()
+    }
+
+    /// [`ModuleResult::to_value`] that moves the data instead of copying it (a result
+    /// may carry a host's facts); the effects and diffs are dropped.
+    pub fn into_value(self) -> Value {
+        let mut m = self.data;
         m.insert("changed".into(), self.changed.into());
         if self.failed {
             m.insert("failed".into(), true.into());
@@ -249,8 +263,8 @@ impl ModuleResult {
         if self.skipped {
             m.insert("skipped".into(), true.into());
         }
-        if let Some(msg) = &self.msg {
-            m.insert("msg".into(), msg.clone().into());
+        if let Some(msg) = self.msg {
+            m.insert("msg".into(), msg.into());
         }
         Value::Object(m)
     }
