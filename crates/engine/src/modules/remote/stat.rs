@@ -220,15 +220,27 @@ pub fn stat_script_mixed(items: &[(&str, bool)], opts: StatOptions) -> String {
         opts.max_content.map(|m| m.to_string()).unwrap_or_default()
     ));
     s.push_str(STAT_FN);
-    for (p, follow) in items {
-        s.push_str(&format!(
-            "KK_L={}\necho '==kk-record=='\nkk_stat {}\n",
-            if *follow { "-L" } else { "" },
-            qpath(p)
-        ));
+    let mut prev: Option<(&str, bool)> = None;
+    for &(p, follow) in items {
+        let q = qpath(p);
+        if prev == Some((p, false)) && follow {
+            // The same path followed: only a link reads differently (one stat fewer).
+            s.push_str(&format!(
+                "echo '==kk-record=='\nif [ -L {q} ]; then KK_L=-L; kk_stat {q}; else echo {SAME}; fi\n"
+            ));
+        } else {
+            s.push_str(&format!(
+                "KK_L={}\necho '==kk-record=='\nkk_stat {q}\n",
+                if follow { "-L" } else { "" },
+            ));
+        }
+        prev = Some((p, follow));
     }
     s
 }
+
+/// A record that reads as the one before it (the same path, not a link).
+const SAME: &str = "same_as_previous=1";
 
 /// A stat script for the path held in a shell variable of the surrounding script
 /// (`var` without `$`), one record; for reporting the state after acting.
@@ -255,6 +267,16 @@ pub fn parse_stats(paths: &[&str], stdout: &[u8]) -> Result<Vec<RemoteStat>> {
                 path: path.to_string(),
                 ..Default::default()
             });
+            continue;
+        }
+        if line == SAME && records.len() >= 2 {
+            let before = records[records.len() - 2].clone();
+            if let Some(last) = records.last_mut() {
+                *last = RemoteStat {
+                    path: std::mem::take(&mut last.path),
+                    ..before
+                };
+            }
             continue;
         }
         let Some(st) = records.last_mut() else {

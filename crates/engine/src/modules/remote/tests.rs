@@ -127,3 +127,52 @@ async fn a_short_write_changes_nothing_and_stale_temp_files_are_swept() {
     left.sort();
     assert_eq!(left, [live.file_name().unwrap().to_string_lossy()]);
 }
+
+/// A path stat'ed as is and then followed: a plain file or a missing path is read once and
+/// its second record repeats the first; a link is read twice, the second time followed.
+#[tokio::test]
+async fn a_path_followed_after_itself_is_read_again_only_when_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path(), serde_json::json!({}));
+    let f = dir.path().join("f.txt");
+    std::fs::write(&f, "data\n").unwrap();
+    let l = dir.path().join("l");
+    std::os::unix::fs::symlink(&f, &l).unwrap();
+    let m = dir.path().join("missing");
+    let (f, l, m) = (
+        f.to_str().unwrap(),
+        l.to_str().unwrap(),
+        m.to_str().unwrap(),
+    );
+    let items = [
+        (f, false),
+        (f, true),
+        (l, false),
+        (l, true),
+        (m, false),
+        (m, true),
+    ];
+    let script = stat_script_mixed(
+        &items,
+        StatOptions {
+            follow: false,
+            checksum: None,
+            content: false,
+            max_content: None,
+        },
+    );
+    assert_eq!(script.matches("else echo same_as_previous=1").count(), 3);
+    let out = c.exec(script, None).await.unwrap();
+    let paths: Vec<&str> = items.iter().map(|i| i.0).collect();
+    let sts = parse_stats(&paths, &out.stdout).unwrap();
+    assert!(sts[0].exists && sts[0].kind == FileKind::File && sts[0].size == 5);
+    assert_eq!(
+        (sts[1].kind, sts[1].size, &sts[1].path),
+        (FileKind::File, 5, &sts[0].path)
+    );
+    assert_eq!(sts[2].kind, FileKind::Link);
+    assert_eq!(sts[2].link_target.as_deref(), Some(f));
+    assert_eq!((sts[3].kind, sts[3].size), (FileKind::File, 5));
+    assert!(!sts[4].exists && !sts[5].exists);
+    assert_eq!(sts[5].path, m);
+}
