@@ -145,7 +145,7 @@ const APT_GET_ZERO: &str = "\n0 upgraded, 0 newly installed, 0 to remove";
 
 /// The environment Ansible's apt module gives apt-get and dpkg: non-interactive, and the
 /// most parsable locale the host has (Ansible's `get_best_parsable_locale`).
-const ENV: &str = "kk_loc=C\nkk_all=$(locale -a 2>/dev/null)\nfor l in C.utf8 C.UTF-8 en_US.utf8 en_US.UTF-8 C POSIX; do printf '%s\\n' \"$kk_all\" | grep -qx \"$l\" && { kk_loc=$l; break; }; done\nexport DEBIAN_FRONTEND=noninteractive DEBIAN_PRIORITY=critical LANG=$kk_loc LC_ALL=$kk_loc LC_MESSAGES=$kk_loc LC_CTYPE=$kk_loc LANGUAGE=$kk_loc\n";
+const ENV: &str = "kk_loc=C\nkk_all=\"\n$(locale -a 2>/dev/null)\n\"\nfor l in C.utf8 C.UTF-8 en_US.utf8 en_US.UTF-8 C POSIX; do case $kk_all in *\"\n$l\n\"*) kk_loc=$l; break ;; esac; done\nexport DEBIAN_FRONTEND=noninteractive DEBIAN_PRIORITY=critical LANG=$kk_loc LC_ALL=$kk_loc LC_MESSAGES=$kk_loc LC_CTYPE=$kk_loc LANGUAGE=$kk_loc\n";
 
 /// The mtime Ansible reads as the cache's age (the update stamp, else the lists directory).
 const MTIME: &str = "if [ -e /var/lib/apt/periodic/update-success-stamp ]; then stat -c %Y /var/lib/apt/periodic/update-success-stamp; elif [ -e /var/lib/apt/lists ]; then stat -c %Y /var/lib/apt/lists; else echo 0; fi";
@@ -231,12 +231,13 @@ impl OneScript for Apt {
                 );
             }
         }
-        let mut run = Run {
+        let run = Run {
             ctx,
             a: &a,
             check: report_only,
             dpkg_options,
-            cache_fields: None,
+            cache_fields: std::sync::Mutex::new(None),
+            age_pending: std::sync::atomic::AtomicBool::new(false),
         };
         if let Some(r) = run.update_cache().await? {
             return Ok(r);

@@ -2,6 +2,8 @@
 //! cache update), each the same apt-get or dpkg command line as Ansible's.
 
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
@@ -38,17 +40,39 @@ pub(super) fn spaced(parts: &[&str]) -> String {
     parts.join(" ")
 }
 
+/// The line after which [`Run::probe_some`]'s script lists the automatically installed names.
+const AUTO_MARK: &str = "KK_AUTO_INSTALLED";
+
 pub(super) struct Run<'a> {
     pub(super) ctx: &'a ModuleContext,
     pub(super) a: &'a AptArgs,
     pub(super) check: bool,
     pub(super) dpkg_options: String,
-    pub(super) cache_fields: Option<(bool, i64)>,
+    /// `cache_updated` and `cache_update_time` as Ansible reports them.
+    pub(super) cache_fields: Mutex<Option<(bool, i64)>>,
+    /// The cache's age is still to be read: the next command reads it first, so a
+    /// run that does not update the cache needs no command of its own for it.
+    pub(super) age_pending: AtomicBool,
 }
 
 impl Run<'_> {
     pub(super) async fn sh(&self, cmd: &str) -> Result<ExecOutput> {
-        self.ctx.exec(format!("{}{}\n", ENV, cmd), None).await
+        if !self.age_pending.swap(false, AtomicOrdering::Relaxed) {
+            return self.ctx.exec(format!("{}{}\n", ENV, cmd), None).await;
+        }
+        let mut out = self
+            .ctx
+            .exec(format!("{ENV}echo \"KK_BEFORE $({MTIME})\"\n{cmd}\n"), None)
+            .await?;
+        let end = out.stdout.iter().position(|b| *b == b'\n');
+        if let Some(end) = end {
+            let line = text(&out.stdout[..end]);
+            if let Some(t) = line.strip_prefix("KK_BEFORE ") {
+                *self.cache_fields.lock().unwrap() = Some((false, t.trim().parse().unwrap_or(0)));
+                out.stdout.drain(..=end);
+            }
+        }
+        Ok(out)
     }
 
     /// Runs an apt-get or dpkg action; with `policy_rc_d`, a policy-rc.d exiting with that
@@ -65,7 +89,7 @@ impl Run<'_> {
     }
 
     pub(super) fn done(&self, mut r: ModuleResult, with_cache: bool) -> ModuleResult {
-        if let (true, Some((updated, time))) = (with_cache, self.cache_fields) {
+        if let (true, Some((updated, time))) = (with_cache, *self.cache_fields.lock().unwrap()) {
             r.data.insert("cache_updated".into(), updated.into());
             r.data.insert("cache_update_time".into(), time.into());
         }
@@ -95,14 +119,14 @@ impl Run<'_> {
             Err(r) => return Ok(r),
         };
         let names: Vec<String> = specs.iter().map(|s| package_split(s).0).collect();
-        let known = if build_dep {
-            Vec::new()
+        let (known, auto) = if build_dep {
+            (Vec::new(), Vec::new())
         } else {
             let versioned: Vec<bool> = specs
                 .iter()
                 .map(|s| state == State::Latest || package_split(s).2.is_some())
                 .collect();
-            self.probe_some(&names, |i| versioned[i]).await?
+            self.probe_some(&names, |i| versioned[i], true).await?
         };
         let mut list: Vec<String> = Vec::new();
         for spec in &specs {
@@ -211,26 +235,20 @@ impl Run<'_> {
             let cmd = format!("/usr/bin/apt-mark manual {}", quoted.join(" "));
             // As Ansible, every named package ends up marked manual. apt-mark loads apt's
             // cache (about 0.1 s of the host's CPU) even when that changes nothing, so it
-            // runs only when apt's record marks one of the names as automatically installed
-            // (or a name has an architecture, which the record keeps apart).
-            let guarded = if names.iter().any(|n| n.contains(':')) {
-                cmd.clone()
-            } else {
-                format!(
-                    "kk_auto=$(awk 'BEGIN {{ RS = \"\" }} /\\nAuto-Installed: 1/ {{ print $2 }}' /var/lib/apt/extended_states 2>/dev/null)\nfor kk_n in {names}; do\n  if printf '%s\\n' \"$kk_auto\" | grep -qxF -- \"$kk_n\"; then\n    exec {cmd}\n  fi\ndone\n",
-                    names = quoted.join(" "),
-                )
-            };
-            let out = self.sh(&guarded).await?;
-            if out.rc != 0 {
-                let (so, se) = (text(&out.stdout), text(&out.stderr));
-                result = with_out(
-                    ModuleResult::failed(format!("'{}' failed: {}", cmd, se)),
-                    &so,
-                    &se,
-                )
-                .with("rc", out.rc);
-                return Ok(result);
+            // runs only when the probe found one of the names marked as automatically
+            // installed (or a name has an architecture, which apt's record keeps apart).
+            if names.iter().any(|n| n.contains(':')) || !auto.is_empty() {
+                let out = self.sh(&cmd).await?;
+                if out.rc != 0 {
+                    let (so, se) = (text(&out.stdout), text(&out.stderr));
+                    result = with_out(
+                        ModuleResult::failed(format!("'{}' failed: {}", cmd, se)),
+                        &so,
+                        &se,
+                    )
+                    .with("rc", out.rc);
+                    return Ok(result);
+                }
             }
         }
         Ok(self.done(result, true))
@@ -278,18 +296,20 @@ impl Run<'_> {
 
     /// dpkg's state and apt's policy of each name, in one round trip.
     pub(super) async fn probe(&self, names: &[String]) -> Result<Vec<(String, Known)>> {
-        self.probe_some(names, |_| true).await
+        Ok(self.probe_some(names, |_| true, false).await?.0)
     }
 
     /// [`Self::probe`], asking apt's policy of an installed name only when `always(i)`
     /// says its version matters (a version in the spec, `state=latest`): for an
     /// installed package wanted present, dpkg's answer decides alone, and each name apt
-    /// is asked about costs the host time (30 ms a name, on every host).
+    /// is asked about costs the host time (30 ms a name, on every host). With `auto`, it
+    /// also says which of the names apt's record marks as automatically installed.
     pub(super) async fn probe_some(
         &self,
         names: &[String],
         always: impl Fn(usize) -> bool,
-    ) -> Result<Vec<(String, Known)>> {
+        auto: bool,
+    ) -> Result<(Vec<(String, Known)>, Vec<String>)> {
         let release = self
             .a
             .default_release
@@ -340,8 +360,19 @@ impl Run<'_> {
         script.push_str(&format!(
             "echo KK_POLICY\n[ -z \"$kk_pol\" ] || apt-cache{release} policy $kk_pol 2>/dev/null\n"
         ));
+        if auto {
+            script.push_str(&format!(
+                "echo {AUTO_MARK}\nawk -v want={} 'BEGIN {{ RS = \"\"; n = split(want, w, \" \"); for (i = 1; i <= n; i++) k[w[i]] = 1 }} /\\nAuto-Installed: 1/ && ($2 in k) {{ print $2 }}' /var/lib/apt/extended_states 2>/dev/null\n",
+                shell_quote(&names.join(" ")),
+            ));
+        }
         let out = self.sh(&script).await?;
-        Ok(parse_known(&text(&out.stdout)))
+        let t = text(&out.stdout);
+        let (probe, marked) = match t.split_once(&format!("\n{AUTO_MARK}\n")) {
+            Some((p, m)) => (p.to_string(), m.lines().map(str::to_string).collect()),
+            None => (t, Vec::new()),
+        };
+        Ok((parse_known(&probe), marked))
     }
 
     /// Ansible's `remove`.
@@ -616,25 +647,32 @@ impl Run<'_> {
 
     /// `update_cache`/`cache_valid_time`: Ansible's cache age check and update, and the
     /// fields it reports. Returns a failed result when the update failed.
-    pub(super) async fn update_cache(&mut self) -> Result<Option<ModuleResult>> {
+    pub(super) async fn update_cache(&self) -> Result<Option<ModuleResult>> {
         let a = self.a;
         let want =
             a.update_cache.is_some_and(|f| f.0) || a.cache_valid_time.is_some_and(|t| t.0 != 0);
         let valid = a.cache_valid_time.map(|t| t.0).unwrap_or(0);
         let retries = a.update_cache_retries.map(|t| t.0).unwrap_or(5).max(1);
         let max_delay = a.update_cache_retry_max_delay.map(|t| t.0).unwrap_or(12);
-        let mut script = format!("kk_before=$({MTIME})\necho \"KK_BEFORE $kk_before\"\n");
-        if want {
-            script.push_str(&format!(
-                "if [ $((kk_before + {valid})) -lt $(date +%s) ]; then\n  echo KK_STALE\n"
-            ));
-            if !self.check {
-                script.push_str(&format!(
-                    "  kk_r=0; kk_ok=0\n  while [ $kk_r -lt {retries} ]; do\n    if apt-get update -q >/tmp/kk-apt-update.$$ 2>&1; then kk_ok=1; break; fi\n    kk_r=$((kk_r + 1)); kk_d=$((1 << kk_r)); [ $kk_d -gt {max_delay} ] && kk_d={max_delay}\n    [ $kk_r -lt {retries} ] && sleep $kk_d\n  done\n  if [ $kk_ok = 0 ]; then grep '^E: ' /tmp/kk-apt-update.$$ | head -1 | sed 's/^/KK_ERR /'; rm -f /tmp/kk-apt-update.$$; exit 1; fi\n  rm -f /tmp/kk-apt-update.$$\n"
-                ));
-            }
-            script.push_str(&format!("  echo \"KK_AFTER $({MTIME})\"\nfi\n"));
+        if !want {
+            self.age_pending.store(true, AtomicOrdering::Relaxed);
+            return Ok(None);
         }
+        let mut script = format!("kk_before=$({MTIME})\necho \"KK_BEFORE $kk_before\"\n");
+        // Without cache_valid_time the cache is always updated, as Ansible's (whose
+        // sub-second times never match); whole seconds would skip a second run within one.
+        let stale = if valid == 0 {
+            "true".to_string()
+        } else {
+            format!("[ $((kk_before + {valid})) -lt $(date +%s) ]")
+        };
+        script.push_str(&format!("if {stale}; then\n  echo KK_STALE\n"));
+        if !self.check {
+            script.push_str(&format!(
+                "  kk_r=0; kk_ok=0\n  while [ $kk_r -lt {retries} ]; do\n    if apt-get update -q >/tmp/kk-apt-update.$$ 2>&1; then kk_ok=1; break; fi\n    kk_r=$((kk_r + 1)); kk_d=$((1 << kk_r)); [ $kk_d -gt {max_delay} ] && kk_d={max_delay}\n    [ $kk_r -lt {retries} ] && sleep $kk_d\n  done\n  if [ $kk_ok = 0 ]; then grep '^E: ' /tmp/kk-apt-update.$$ | head -1 | sed 's/^/KK_ERR /'; rm -f /tmp/kk-apt-update.$$; exit 1; fi\n  rm -f /tmp/kk-apt-update.$$\n"
+            ));
+        }
+        script.push_str(&format!("  echo \"KK_AFTER $({MTIME})\"\nfi\n"));
         let out = self.sh(&script).await?;
         let t = text(&out.stdout);
         let num = |tag: &str| {
@@ -660,7 +698,7 @@ impl Run<'_> {
             updated = self.check || after != before;
             time = after;
         }
-        self.cache_fields = Some((updated, time));
+        *self.cache_fields.lock().unwrap() = Some((updated, time));
         if want && a.package.is_none() && a.upgrade.is_none() && a.deb.is_none() {
             return Ok(Some(
                 ModuleResult::changed(updated)
