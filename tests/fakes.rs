@@ -264,6 +264,16 @@ fn fakes_on_a_test_host_check_record_and_leave_what_the_flow_reads() {
         ),
         "node/node1 not labeled"
     );
+    // Several nodes in one call, as kubectl: a line for each.
+    assert_eq!(
+        ok(
+            &bed,
+            &format!(
+                "{kubectl} label --overwrite node node1 node2 node-role.kubernetes.io/worker="
+            )
+        ),
+        "node/node1 not labeled\nnode/node2 labeled"
+    );
     let (code, _, err) = run(&bed, &format!("{kubectl} label node node1 bad/key/x=1"));
     assert_eq!(code, 1, "{}", err);
     let (code, _, err) = run(&bed, "kubectl --kubeconfig /nowhere get node node1 -o json");

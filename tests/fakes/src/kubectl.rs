@@ -1,5 +1,6 @@
 //! FAKE kubectl (stands in for kubectl talking to an API server, which the test hosts
-//! cannot run): `version --client`, `apply -f`, `label`, `taint`, `get node -o json`,
+//! cannot run): `version --client`, `apply -f`, `label` (of one or more names), `taint`,
+//! `get node -o json`,
 //! `get configmap -o json|jsonpath={.data.<key>}`,
 //! `delete`, `rollout restart deployment`, `create namespace`, and for removing a node
 //! `get node <n> -o name`, `cordon <n>`, `drain <n>` (kubectl's drain flags) and
@@ -226,7 +227,15 @@ pub fn valid_value(v: &str) -> bool {
 fn label(call: &mut Call, args: &mut Vec<String>, state: &mut Value) -> Res {
     args.remove(0);
     let overwrite = take_bool(args, "--overwrite");
-    if args.len() < 3 {
+    // As kubectl: TYPE NAME... then the label specs (KEY=VALUE or KEY-).
+    let is_spec = |a: &String| a.contains('=') || a.ends_with('-');
+    let names: Vec<String> = args
+        .iter()
+        .skip(1)
+        .take_while(|a| !is_spec(a))
+        .cloned()
+        .collect();
+    if args.len() < 3 || names.is_empty() || names.len() + 1 == args.len() {
         return call.unsupported();
     }
     let (coll, what) = match args[0].as_str() {
@@ -234,50 +243,54 @@ fn label(call: &mut Call, args: &mut Vec<String>, state: &mut Value) -> Res {
         "namespace" | "namespaces" | "ns" => ("namespaces", "namespace"),
         _ => return call.unsupported(),
     };
-    let name = args[1].clone();
-    let mut labels = state[coll][&name]["labels"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    let mut changed = false;
-    for spec in &args[2..] {
-        if let Some(k) = spec.strip_suffix('-') {
-            if !valid_key(k) {
+    let specs = &args[1 + names.len()..];
+    let mut lines = Vec::new();
+    for name in &names {
+        let mut labels = state[coll][name]["labels"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let mut changed = false;
+        for spec in specs {
+            if let Some(k) = spec.strip_suffix('-') {
+                if !valid_key(k) {
+                    return fail(format!("error: invalid label spec: {}", spec));
+                }
+                changed |= labels.remove(k).is_some();
+                continue;
+            }
+            let Some((k, v)) = spec.split_once('=') else {
+                return fail(format!(
+                    "error: at least one label update is required (bad spec {:?})",
+                    spec
+                ));
+            };
+            if !valid_key(k) || !valid_value(v) {
                 return fail(format!("error: invalid label spec: {}", spec));
             }
-            changed |= labels.remove(k).is_some();
-            continue;
-        }
-        let Some((k, v)) = spec.split_once('=') else {
-            return fail(format!(
-                "error: at least one label update is required (bad spec {:?})",
-                spec
-            ));
-        };
-        if !valid_key(k) || !valid_value(v) {
-            return fail(format!("error: invalid label spec: {}", spec));
-        }
-        match labels.get(k).and_then(Value::as_str) {
-            Some(old) if old == v => {}
-            Some(old) if !overwrite => {
-                return fail(format!(
-                    "error: '{}' already has a value ({}), and --overwrite is false",
-                    k, old
-                ));
-            }
-            _ => {
-                labels.insert(k.to_string(), json!(v));
-                changed = true;
+            match labels.get(k).and_then(Value::as_str) {
+                Some(old) if old == v => {}
+                Some(old) if !overwrite => {
+                    return fail(format!(
+                        "error: '{}' already has a value ({}), and --overwrite is false",
+                        k, old
+                    ));
+                }
+                _ => {
+                    labels.insert(k.to_string(), json!(v));
+                    changed = true;
+                }
             }
         }
+        state[coll][name]["labels"] = Value::Object(labels);
+        lines.push(format!(
+            "{}/{} {}",
+            what,
+            name,
+            if changed { "labeled" } else { "not labeled" }
+        ));
     }
-    state[coll][&name]["labels"] = Value::Object(labels);
-    println!(
-        "{}/{} {}",
-        what,
-        name,
-        if changed { "labeled" } else { "not labeled" }
-    );
+    println!("{}", lines.join("\n"));
     Ok(())
 }
 
