@@ -19,6 +19,13 @@ use crate::yaml::{self, Node, Yaml};
 use keywords::parse_inherited;
 pub use keywords::{PLAY_KEYWORDS, TASK_KEYWORDS};
 
+/// The names `import_playbook` goes by in a playbook (ansible-core's _ACTION_IMPORT_PLAYBOOK).
+const IMPORT_PLAYBOOK: &[&str] = &[
+    "import_playbook",
+    "ansible.builtin.import_playbook",
+    "ansible.legacy.import_playbook",
+];
+
 mod argspecs;
 mod collections;
 mod include_check;
@@ -77,7 +84,7 @@ pub fn load_playbook_with(
         extra_vars,
     };
     let mut stack = Vec::new();
-    let plays = loader.load_plays(path, &mut stack, None)?;
+    let plays = loader.load_plays(path, &mut stack, None, &VarMap::new())?;
     Ok(Playbook { plays })
 }
 
@@ -97,11 +104,14 @@ fn cycle_error(stack: &[PathBuf], path: &Path, span: Option<&Span>) -> Error {
 }
 
 impl Loader {
+    /// The plays of a playbook file; `import_vars` are the `vars` of the `import_playbook`
+    /// entries that led here, which every play sees above its own (ansible-core).
     fn load_plays(
         &self,
         path: &Path,
         stack: &mut Vec<PathBuf>,
         span: Option<&Span>,
+        import_vars: &VarMap,
     ) -> Result<Vec<Play>> {
         let key = canonical(path);
         if stack.contains(&key) {
@@ -138,36 +148,64 @@ impl Loader {
         stack.push(key);
         let mut plays = Vec::new();
         for item in items {
-            if let Some(imp) = item.get("import_playbook") {
-                let name = imp
-                    .as_str()
-                    .ok_or_else(|| imp.expected("a playbook path"))?;
-                let target = resolve_first(&[dir.join(name), dir.join("playbooks").join(name)])
-                    .ok_or_else(|| {
-                        Error::syntax(format!("imported playbook `{}` not found", name), &imp.span)
-                            .note(format!("looked in {}", dir.display()))
-                    })?;
-                let mut imported =
-                    crate::depth::grow(|| self.load_plays(&target, stack, Some(&imp.span)))?;
-                // `tags` on import_playbook are every imported play's (ansible-core).
-                let tags = parse_inherited(item)?.tags;
-                for p in &mut imported {
-                    for t in &tags {
-                        if !p.attrs.tags.contains(t) {
-                            p.attrs.tags.push(t.clone());
-                        }
-                    }
-                }
-                plays.extend(imported);
+            if let Some(imp) = IMPORT_PLAYBOOK.iter().find_map(|k| item.get(k)) {
+                plays.extend(self.import_playbook(item, imp, &dir, stack, import_vars)?);
                 continue;
             }
-            plays.push(self.parse_play(item, &dir, stack)?);
+            plays.push(self.parse_play(item, &dir, stack, import_vars)?);
         }
         stack.pop();
         Ok(plays)
     }
 
-    fn parse_play(&self, node: &Node, dir: &Path, stack: &[PathBuf]) -> Result<Play> {
+    /// An `import_playbook` entry: the imported file's plays, with the entry's `vars` above
+    /// each play's own, its `when` in front of each play's conditions (ansible-core prepends
+    /// it to every block, Gathering Facts included) and its `tags` added to each play's.
+    fn import_playbook(
+        &self,
+        item: &Node,
+        imp: &Node,
+        dir: &Path,
+        stack: &mut Vec<PathBuf>,
+        import_vars: &VarMap,
+    ) -> Result<Vec<Play>> {
+        let name = imp
+            .as_str()
+            .ok_or_else(|| imp.expected("a playbook path"))?;
+        let target = resolve_first(&[dir.join(name), dir.join("playbooks").join(name)])
+            .ok_or_else(|| {
+                Error::syntax(format!("imported playbook `{}` not found", name), &imp.span)
+                    .note(format!("looked in {}", dir.display()))
+            })?;
+        let own = parse_inherited(item)?;
+        // An outer import's vars win over an inner one's (ansible-core applies the inner
+        // import's first, then the outer's over every play it brought).
+        let mut vars = (*own.vars).clone();
+        vars.extend(import_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut imported =
+            crate::depth::grow(|| self.load_plays(&target, stack, Some(&imp.span), &vars))?;
+        for p in &mut imported {
+            for t in &own.tags {
+                if !p.attrs.tags.contains(t) {
+                    p.attrs.tags.push(t.clone());
+                }
+            }
+            if !own.when.is_empty() {
+                let mut when = own.when.clone();
+                when.append(&mut p.attrs.when);
+                p.attrs.when = when;
+            }
+        }
+        Ok(imported)
+    }
+
+    fn parse_play(
+        &self,
+        node: &Node,
+        dir: &Path,
+        stack: &[PathBuf],
+        import_vars: &VarMap,
+    ) -> Result<Play> {
         if !matches!(node.value, Yaml::Map(_)) {
             return Err(node.expected("a play (a mapping with `hosts:`)"));
         }
@@ -200,7 +238,12 @@ impl Loader {
             vars: Arc::new(VarMap::new()),
             play_span: Some(node.span.clone()),
         };
-        let attrs = parse_inherited(node)?;
+        let mut attrs = parse_inherited(node)?;
+        if !import_vars.is_empty() {
+            let mut vars = (*attrs.vars).clone();
+            vars.extend(import_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+            attrs.vars = Arc::new(vars);
+        }
         let ctx = FileCtx {
             vars: attrs.vars.clone(),
             ..ctx

@@ -30,7 +30,7 @@ pub fn load_play_text(
     };
     let plays = items
         .iter()
-        .map(|n| loader.parse_play(n, dir, &[]))
+        .map(|n| loader.parse_play(n, dir, &[], &VarMap::new()))
         .collect::<Result<Vec<_>>>()?;
     Ok(Playbook { plays })
 }
