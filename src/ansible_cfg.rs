@@ -22,6 +22,10 @@ pub(crate) struct AnsibleCfg {
     pub(crate) inventory: Vec<PathBuf>,
     /// `roles_path` / `ANSIBLE_ROLES_PATH` (colon-separated).
     pub(crate) roles_path: Vec<PathBuf>,
+    /// `library` / `ANSIBLE_LIBRARY`: directories of Python modules (colon-separated).
+    pub(crate) library: Vec<PathBuf>,
+    /// `collections_path` / `ANSIBLE_COLLECTIONS_PATH`: roots of `ansible_collections/`.
+    pub(crate) collections_path: Vec<PathBuf>,
     /// `forks` / `ANSIBLE_FORKS`.
     pub(crate) forks: Option<usize>,
     /// `remote_user` / `ANSIBLE_REMOTE_USER`.
@@ -70,12 +74,26 @@ enum Kind {
 }
 
 /// `(section, key, environment variable, kind)` of every setting kk reads.
-const SETTINGS: [(&str, &str, &str, Kind); 21] = [
+const SETTINGS: [(&str, &str, &str, Kind); 24] = [
     ("defaults", "inventory", "ANSIBLE_INVENTORY", Kind::PathList),
     (
         "defaults",
         "roles_path",
         "ANSIBLE_ROLES_PATH",
+        Kind::ColonPaths,
+    ),
+    ("defaults", "library", "ANSIBLE_LIBRARY", Kind::ColonPaths),
+    // `collections_paths` is the older name; the newer wins when both are set.
+    (
+        "defaults",
+        "collections_paths",
+        "ANSIBLE_COLLECTIONS_PATHS",
+        Kind::ColonPaths,
+    ),
+    (
+        "defaults",
+        "collections_path",
+        "ANSIBLE_COLLECTIONS_PATH",
         Kind::ColonPaths,
     ),
     ("defaults", "forks", "ANSIBLE_FORKS", Kind::Int),
@@ -464,6 +482,10 @@ impl AnsibleCfg {
                 self.inventory = p
             }
             ("roles_path", Value::Paths(p)) => self.roles_path = p,
+            ("library", Value::Paths(p)) => self.library = p,
+            ("collections_path" | "collections_paths", Value::Paths(p)) => {
+                self.collections_path = p
+            }
             ("forks", Value::Int(n)) => self.forks = Some(n as usize),
             ("remote_user", Value::Text(t)) => self.remote_user = Some(t),
             ("private_key_file", Value::Paths(p)) => self.private_key_file = p.into_iter().next(),

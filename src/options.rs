@@ -327,6 +327,11 @@ pub(crate) fn build_run_options(
     let (defaults, connect) = play_defaults(&c.conn, cfg)?;
     let mut only = c.tags.clone();
     only.extend(preset.tags.iter().cloned());
+    // Where modules written in Python are found, for names kk does not implement.
+    kk_engine::configure_python_modules(kk_engine::PythonPaths {
+        library: cfg.library.clone(),
+        collections: cfg.collections_path.clone(),
+    });
     Ok(RunOptions {
         playbook,
         inventory,

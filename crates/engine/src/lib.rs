@@ -23,6 +23,9 @@ pub mod vault;
 pub mod yaml;
 
 pub use error::{Error, ErrorKind, Result};
+/// Where modules written in Python are looked for (ansible.cfg's `library` and
+/// `collections_path`), set by the command line before a playbook loads.
+pub use modules::python::{configure as configure_python_modules, PythonPaths};
 /// The facts script and its parser, for the `facts` example (gathering time, and a dump to
 /// compare with `ansible -m setup`).
 pub use modules::setup::facts;

@@ -420,6 +420,7 @@ async fn run_loaded(
         hosts: recap,
         elapsed_s: (start.elapsed().as_secs_f64() * 100.0).round() / 100.0,
         transport,
+        python: crate::modules::python::runs().into_iter().collect(),
     });
     Ok(Outcome { exit_code: code })
 }

@@ -54,6 +54,7 @@ pub mod package;
 pub mod pause;
 pub mod ping;
 pub mod plan;
+pub mod python;
 pub mod reboot;
 mod registry;
 pub mod remote;

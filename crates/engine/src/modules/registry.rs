@@ -217,7 +217,10 @@ pub fn canonical_name(name: &str) -> &str {
 
 /// The entry of a canonical name (modules and task structure alike).
 pub fn find(name: &str) -> Option<&'static Entry> {
-    REGISTRY.iter().find(|e| e.name == name)
+    REGISTRY
+        .iter()
+        .find(|e| e.name == name)
+        .or_else(|| super::python::entry(name))
 }
 
 /// The module of a canonical name; `None` for unknown names and task structure.

@@ -108,6 +108,10 @@ pub enum Event {
         /// What each host's connection carried (JSON only; hosts that were contacted).
         #[serde(skip_serializing_if = "IndexMap::is_empty")]
         transport: IndexMap<String, crate::connect::Transport>,
+        /// Modules written in Python that ran on the hosts (kk implements none of them),
+        /// with how many host runs each had: what still needs Python on the hosts.
+        #[serde(skip_serializing_if = "IndexMap::is_empty")]
+        python: IndexMap<String, u64>,
     },
 }
 
@@ -321,7 +325,10 @@ pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
         Event::Warning { msg } => format!("[WARNING]: {}", msg),
         Event::Result { data } => format!("{}\n{}", banner("RESULT"), pretty(data)),
         Event::Recap {
-            hosts, elapsed_s, ..
+            hosts,
+            elapsed_s,
+            python,
+            ..
         } => {
             let mut out = banner("PLAY RECAP");
             let width = hosts.keys().map(|h| h.len()).max().unwrap_or(0).max(20);
@@ -337,6 +344,13 @@ pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
                     c.rescued,
                     c.ignored,
                     width = width
+                ));
+            }
+            if !python.is_empty() {
+                let runs: Vec<String> = python.iter().map(|(m, n)| format!("{m} ×{n}")).collect();
+                out.push_str(&format!(
+                    "\n\nrun through Python on the hosts (modules kk does not implement): {}",
+                    runs.join(", ")
                 ));
             }
             out.push_str(&format!("\n\nelapsed: {:.2}s", elapsed_s));

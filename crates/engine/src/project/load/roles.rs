@@ -30,6 +30,14 @@ impl Loader {
         for up in self.playbook_dir.ancestors().skip(1).take(2) {
             cands.push(up.join("roles").join(name));
         }
+        // A dependency in a role's meta/main is also looked for beside the role that
+        // declares it (ansible-core's role_basedir: `policy_controller/calico` from
+        // roles/kubernetes-apps/policy_controller is roles/kubernetes-apps/policy_controller/calico).
+        if from_dir.join("meta").is_dir() || from_dir.join("tasks").is_dir() {
+            if let Some(basedir) = from_dir.parent() {
+                cands.push(basedir.join(name));
+            }
+        }
         cands.push(from_dir.join(name));
         cands.dedup();
         for c in &cands {

@@ -100,7 +100,13 @@ impl Loader {
                 continue;
             }
             let canon = modules::canonical_name(k);
-            let known = modules::find(canon).is_some() || k == "action" || k == "local_action";
+            let role_dir = ctx.role.as_ref().map(|r| r.role.path.as_path());
+            let known = modules::find(canon).is_some()
+                || k == "action"
+                || k == "local_action"
+                || (!crate::template::is_template(k)
+                    && modules::python::resolve(canon, &self.playbook_dir, role_dir)
+                        .map_err(|e| e.at(&v.span))?);
             if !known && crate::template::is_template(k) {
                 return Err(templated_module(k, &v.span));
             }
@@ -111,7 +117,11 @@ impl Loader {
                 if let Some(s) = did_you_mean(canon, candidates) {
                     e = e.help(format!("did you mean `{}`?", s));
                 }
-                return Err(e);
+                let searched = modules::python::searched(canon, &self.playbook_dir, role_dir);
+                return Err(e.note(format!(
+                    "no module written in Python by that name either; looked in: {}",
+                    searched.join(", ")
+                )));
             }
             if let Some((prev, _)) = action {
                 return Err(Error::syntax(
