@@ -89,6 +89,7 @@ class Fixture:
         self.ssh_skip: str | None = None  # reason from `# ssh-skip:`; honoured with --hosts-file
         self.ssh_only: str | None = None  # reason from `# ssh-only:`; not run without --hosts-file
         self.inventories: list[str] = []  # `# inventory:` sources; empty = the shared inventory.yaml
+        self.kk_python = False  # `# kk-python:` kk may run modules written in Python (ansible-core on the controller)
         self._parse()
 
     def _parse(self) -> None:
@@ -106,7 +107,7 @@ class Fixture:
             if not s.startswith("#"):
                 break
             body = s.lstrip("#").strip()
-            m = re.match(r"(args|env|expect-rc|kk-differs|ssh-differs|ssh-skip|ssh-only|inventory)\s*:\s*(.*)$", body)
+            m = re.match(r"(args|env|expect-rc|kk-differs|ssh-differs|ssh-skip|ssh-only|inventory|kk-python)\s*:\s*(.*)$", body)
             if not m:
                 continue
             key, value = m.group(1), m.group(2).strip()
@@ -122,6 +123,8 @@ class Fixture:
                         self.header_errors.append(f"bad '# env:' header: expected NAME=value, found {pair!r}")
                     else:
                         self.env[name] = val
+            elif key == "kk-python":
+                self.kk_python = True
             elif key == "inventory":
                 for src in value.split():
                     if "," not in src and not os.path.exists(os.path.join(HERE, src)):
@@ -518,8 +521,13 @@ def run_kk(fx: Fixture, tmp: str, timeout: float, ssh: SshHosts | None = None, k
         exe, "run", os.path.relpath(fx.path, HERE), *inventory,
         "-e", f"oracle_root={root}", "--output", "json", "--workdir", workdir,
     ] + fx.args
+    # kk runs modules written in Python only with ansible-core on the controller: a fixture
+    # that says `# kk-python:` gets the oracle's (so kk runs what it does not implement the
+    # way Ansible does); every other fixture gets none, so a missing native module shows.
+    ap = ansible_playbook_bin()
+    python = os.path.join(os.path.dirname(ap), "python") if fx.kk_python and ap else ""
     if not run.problems:
-        _run_process(run, cmd, {**os.environ, **fx.env}, timeout)
+        _run_process(run, cmd, {**os.environ, **fx.env, "KK_ANSIBLE_PYTHON": python}, timeout)
     _collect_files(run, ssh, keep)
     return run
 

@@ -24,20 +24,31 @@ for f in files:
     while p and p not in dirs:
         dirs.add(p)
         p = p.rpartition("/")[0]
-class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path=None, target=None):
+class Finder(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
+    def origin(self, name):
         p = name.replace(".", "/")
         if p + "/__init__.py" in files or (p in dirs and p + ".py" not in files):
-            return importlib.util.spec_from_loader(name, self, origin=p + "/__init__.py", is_package=True)
+            return p + "/__init__.py", True
         if p + ".py" in files:
-            return importlib.util.spec_from_loader(name, self, origin=p + ".py")
-        return None
-    def create_module(self, spec):
-        return None
+            return p + ".py", False
+        return None, False
+    def find_spec(self, name, path=None, target=None):
+        origin, package = self.origin(name)
+        if origin is None:
+            return None
+        spec = importlib.util.spec_from_loader(name, self, origin=origin, is_package=package)
+        spec.has_location = True
+        return spec
+    def is_package(self, name):
+        return self.origin(name)[1]
+    def get_source(self, name):
+        return files.get(self.origin(name)[0], "")
+    def get_code(self, name):
+        origin = self.origin(name)[0]
+        return compile(files.get(origin, ""), origin, "exec")
     def exec_module(self, module):
-        origin = module.__spec__.origin
-        module.__file__ = origin
-        exec(compile(files.get(origin, ""), origin, "exec"), module.__dict__)
+        module.__file__ = module.__spec__.origin
+        exec(self.get_code(module.__name__), module.__dict__)
 sys.meta_path.insert(0, Finder())
 sys.stdin = open("/dev/null")
 from ansible.module_utils import basic
