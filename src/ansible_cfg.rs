@@ -26,6 +26,9 @@ pub(crate) struct AnsibleCfg {
     pub(crate) library: Vec<PathBuf>,
     /// `collections_path` / `ANSIBLE_COLLECTIONS_PATH`: roots of `ansible_collections/`.
     pub(crate) collections_path: Vec<PathBuf>,
+    /// `allow_broken_conditionals` / `ANSIBLE_ALLOW_BROKEN_CONDITIONALS`: conditions may
+    /// give non-boolean results, judged by their truth (ansible-core before 2.19).
+    pub(crate) allow_broken_conditionals: bool,
     /// `forks` / `ANSIBLE_FORKS`.
     pub(crate) forks: Option<usize>,
     /// `remote_user` / `ANSIBLE_REMOTE_USER`.
@@ -74,7 +77,7 @@ enum Kind {
 }
 
 /// `(section, key, environment variable, kind)` of every setting kk reads.
-const SETTINGS: [(&str, &str, &str, Kind); 24] = [
+const SETTINGS: [(&str, &str, &str, Kind); 25] = [
     ("defaults", "inventory", "ANSIBLE_INVENTORY", Kind::PathList),
     (
         "defaults",
@@ -95,6 +98,12 @@ const SETTINGS: [(&str, &str, &str, Kind); 24] = [
         "collections_path",
         "ANSIBLE_COLLECTIONS_PATH",
         Kind::ColonPaths,
+    ),
+    (
+        "defaults",
+        "allow_broken_conditionals",
+        "ANSIBLE_ALLOW_BROKEN_CONDITIONALS",
+        Kind::Bool,
     ),
     ("defaults", "forks", "ANSIBLE_FORKS", Kind::Int),
     ("defaults", "remote_user", "ANSIBLE_REMOTE_USER", Kind::Text),
@@ -483,6 +492,7 @@ impl AnsibleCfg {
             }
             ("roles_path", Value::Paths(p)) => self.roles_path = p,
             ("library", Value::Paths(p)) => self.library = p,
+            ("allow_broken_conditionals", Value::Bool(b)) => self.allow_broken_conditionals = b,
             ("collections_path" | "collections_paths", Value::Paths(p)) => {
                 self.collections_path = p
             }

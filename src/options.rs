@@ -327,6 +327,7 @@ pub(crate) fn build_run_options(
     let (defaults, connect) = play_defaults(&c.conn, cfg)?;
     let mut only = c.tags.clone();
     only.extend(preset.tags.iter().cloned());
+    kk_engine::allow_broken_conditionals(cfg.allow_broken_conditionals);
     // Where modules written in Python are found, for names kk does not implement.
     kk_engine::configure_python_modules(kk_engine::PythonPaths {
         library: cfg.library.clone(),

@@ -54,7 +54,7 @@ impl Runner {
             "ansible_skip_tags".into(),
             Value::from(self.opts.tags.skip.clone()),
         );
-        m.insert("ansible_version".into(), serde_json::json!({"full": "2.19.0", "major": 2, "minor": 19, "revision": 0, "string": "2.19.0 (kk)"}));
+        m.insert("ansible_version".into(), serde_json::json!({"full": "2.19.0", "major": 2, "minor": 19, "revision": 0, "string": "2.19.0"}));
         m.insert("omit".into(), Value::from(OMIT));
         m
     }

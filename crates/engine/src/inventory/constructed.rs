@@ -211,7 +211,7 @@ impl Inventory {
             let ctx = lazy_context(&templar, &vars);
             for (group, cond) in &cfg.groups {
                 let group = safe_group_name(group);
-                match templar.eval_condition(cond, &ctx) {
+                match templar.eval_truth(cond, &ctx) {
                     Ok(true) => self.put_host(&host, &group),
                     Ok(false) => {}
                     Err(e) if cfg.strict => {
