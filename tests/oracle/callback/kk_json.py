@@ -130,8 +130,12 @@ class CallbackModule(CallbackBase):
 
     # -- per-host results ---------------------------------------------------
     def _host_result(self, result, status, ignored=False):
-        task = result.task
-        raw = result.result
+        # ansible-core 2.19 names them task/result/host; 2.18 (kubespray's) _task/_result/_host.
+        task = getattr(result, "task", None) or result._task
+        raw = getattr(result, "result", None)
+        if raw is None:
+            raw = result._result
+        host = getattr(result, "host", None) or result._host
         changed = bool(raw.get("changed", False))
         if status == "ok" and changed:
             status = "changed"
@@ -145,7 +149,7 @@ class CallbackModule(CallbackBase):
         ev = {
             "event": "host_result",
             "task": str(task.name or task.action),
-            "host": result.host.get_name(),
+            "host": host.get_name(),
             "status": status,
             "changed": changed,
             "ignored": bool(ignored),

@@ -268,7 +268,9 @@ impl Templar {
             .env
             .compile_expression_owned(arith::rewrite_sub(&guarded, true).into_owned())
             .map_err(|e| convert_error(e, expr))?;
-        compiled.eval(ctx).map_err(|e| convert_error(e, expr))
+        compiled
+            .eval(ctx)
+            .map_err(|e| explain_undefined(convert_error(e, expr), ctx))
     }
 
     /// Renders a string. A string that is exactly one `{{ expr }}` keeps the
@@ -300,7 +302,7 @@ impl Templar {
             .env
             .template_from_str(&escaped)
             .and_then(|t| t.render_captured(ctx))
-            .map_err(|e| convert_error(e, &escaped))?;
+            .map_err(|e| explain_undefined(convert_error(e, &escaped), ctx))?;
         // One printed value and no other text keeps its type (Ansible 2.19's native concat).
         if let Some(v) = native::single_value(captured.state(), captured.output()) {
             return to_json(&v, s);
@@ -319,7 +321,7 @@ impl Templar {
         self.env
             .render_str(&arith::rewrite_sub(&guarded, false), ctx)
             .map(|r| preserve_trailing_newlines(s, r))
-            .map_err(|e| convert_error(e, s))
+            .map_err(|e| explain_undefined(convert_error(e, s), ctx))
     }
 
     /// [`Templar::render_text`] for the text of a template FILE at `path`: its errors
@@ -577,6 +579,19 @@ pub fn convert_file_error(e: minijinja::Error, path: &std::path::Path, source: &
 /// Turns a minijinja error into ours, keeping its explanation and the template text.
 pub fn convert_error(e: minijinja::Error, source: &str) -> Error {
     convert(e, Some(source))
+}
+
+/// Adds to an undefined-variable error why the variables it names are undefined when
+/// their own templates are the cause (see [`crate::vars::VarView::undefined_because`]).
+fn explain_undefined(err: Error, ctx: &minijinja::Value) -> Error {
+    if err.kind != ErrorKind::Undefined {
+        return err;
+    }
+    let Some(view) = ctx.downcast_object_ref::<crate::vars::VarView>() else {
+        return err;
+    };
+    let notes = view.undefined_because(&err.message);
+    notes.into_iter().fold(err, Error::note)
 }
 
 /// [`convert_error`], quoting `source` (an inline template) when given.

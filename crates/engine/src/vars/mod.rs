@@ -149,6 +149,10 @@ pub struct VarView {
     templar: Arc<Templar>,
     cache: Mutex<HashMap<String, minijinja::Value>>,
     resolving: Mutex<Vec<String>>,
+    /// Variables whose own template uses something undefined, with why: they read as
+    /// undefined (so `| default` and `is defined` see them so, as in ansible-core), and
+    /// an error about them says why ([`VarView::undefined_because`]).
+    undefined: Mutex<HashMap<String, String>>,
 }
 
 impl VarView {
@@ -160,7 +164,28 @@ impl VarView {
             templar,
             cache: Mutex::new(HashMap::new()),
             resolving: Mutex::new(Vec::new()),
+            undefined: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Why the variables named in `message` that read as undefined are so (their own
+    /// templates use something undefined), one note each.
+    pub fn undefined_because(&self, message: &str) -> Vec<String> {
+        let undefined = self.undefined.lock().unwrap();
+        let mut names: Vec<&String> = undefined
+            .keys()
+            .filter(|k| message.contains(&format!("`{k}`")) || message.contains(&format!("'{k}'")))
+            .collect();
+        names.sort();
+        names
+            .into_iter()
+            .map(|k| {
+                format!(
+                    "`{k}` is undefined because its own template is: {}",
+                    undefined[k]
+                )
+            })
+            .collect()
     }
 
     /// The same view with one more layer of run-time data on top (a loop item, a
@@ -203,6 +228,9 @@ impl VarView {
         if let Some(v) = self.cache.lock().unwrap().get(key) {
             return Some(v.clone());
         }
+        if self.undefined.lock().unwrap().contains_key(key) {
+            return None;
+        }
         let (raw, templated) = self.layers.lookup(key)?;
         let value = if templated && has_template(&raw) {
             {
@@ -222,17 +250,24 @@ impl VarView {
             self.resolving.lock().unwrap().pop();
             match rendered {
                 Ok(v) => to_mj(&v),
+                // As ansible-core: a variable whose template uses something undefined is
+                // itself undefined (`| default` replaces it, `is defined` is false); a
+                // plain use fails naming it, with why.
+                Err(e) if e.kind == crate::error::ErrorKind::Undefined => {
+                    let mut msg = e.message.clone();
+                    for n in &e.notes {
+                        msg.push_str(&format!("; {}", n));
+                    }
+                    self.undefined.lock().unwrap().insert(key.to_string(), msg);
+                    return None;
+                }
                 Err(e) => {
                     let mut msg = format!("while templating variable `{}`: {}", key, e.message);
                     for n in &e.notes {
                         msg.push_str(&format!("; {}", n));
                     }
-                    let kind = if e.kind == crate::error::ErrorKind::Undefined {
-                        minijinja::ErrorKind::UndefinedError
-                    } else {
-                        minijinja::ErrorKind::InvalidOperation
-                    };
-                    return Some(minijinja::Value::from(minijinja::Error::new(kind, msg)));
+                    let err = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg);
+                    return Some(minijinja::Value::from(err));
                 }
             }
         } else {
