@@ -55,6 +55,18 @@ impl Runner {
         let items = match super::loop_items::loop_items(&self.templar, t, &ctx) {
             None => None,
             Some(Ok(items)) => Some(items),
+            // As ansible-core: a loop that fails on something undefined is an error only
+            // when the task's `when` holds; a false one skips the task (run_item says so).
+            Some(Err(e))
+                if e.kind == ErrorKind::Undefined
+                    && matches!(
+                        self.templar
+                            .eval_condition(&Value::Array(inner.attrs.when.clone()), &ctx),
+                        Ok(false)
+                    ) =>
+            {
+                None
+            }
             // A loop that does not render fails the task, which ignore_errors ignores
             // as Ansible does.
             Some(Err(e)) => {

@@ -15,7 +15,15 @@ pub(super) fn loop_items(
     ctx: &minijinja::Value,
 ) -> Option<Result<Vec<Value>>> {
     let l = t.own.loop_.as_ref()?;
-    let rendered = match templar.render_value(l, ctx) {
+    // `with_first_found` drops the terms that are undefined (ansible-core's backwards
+    // compatibility for it alone); every other loop fails on them.
+    let rendered = match t.own.loop_with.as_deref() {
+        Some("first_found") => templar
+            .render_value_omitting_undefined(l, ctx)
+            .map(Option::unwrap_or_default),
+        _ => templar.render_value(l, ctx),
+    };
+    let rendered = match rendered {
         Ok(v) => v,
         Err(e) => {
             return Some(Err(e
@@ -24,16 +32,18 @@ pub(super) fn loop_items(
         }
     };
     Some(match &t.own.loop_with {
-        Some(name) => crate::template::lookups::run_with(templar, name, rendered, ctx)
-            .map_err(|e| {
-                e.at(&t.span)
-                    .note(format!("in `with_{}` of task `{}`", name, t.display_name()))
-            })
-            .map(|v| match v {
-                Value::Array(items) => items,
-                Value::Null => Vec::new(),
-                other => vec![other],
-            }),
+        Some(name) => {
+            crate::template::lookups::run_with(templar, name, rendered, ctx, &search_path(t, ctx))
+                .map_err(|e| {
+                    e.at(&t.span)
+                        .note(format!("in `with_{}` of task `{}`", name, t.display_name()))
+                })
+                .map(|v| match v {
+                    Value::Array(items) => items,
+                    Value::Null => Vec::new(),
+                    other => vec![other],
+                })
+        }
         None => match rendered {
             Value::Array(items) => Ok(items),
             Value::Null => Ok(Vec::new()),
@@ -45,6 +55,27 @@ pub(super) fn loop_items(
             .help("use `| list`, `| dict2items` or a list literal")),
         },
     })
+}
+
+/// ansible-core's `ansible_search_path` for a `with_<lookup>` of task `t`: the role's
+/// path, the directory of the task's file, then the playbook's directory.
+fn search_path(t: &Task, ctx: &minijinja::Value) -> Vec<String> {
+    let var = |k: &str| {
+        ctx.get_attr(k)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+    };
+    let mut out: Vec<String> = Vec::new();
+    let task_dir = t.span.path().parent().map(|p| p.display().to_string());
+    for p in [var("role_path"), task_dir, var("playbook_dir")]
+        .into_iter()
+        .flatten()
+    {
+        if !p.is_empty() && !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// `ansible_loop` for item `i` of `items` (`allitems` unless `extended_allitems: false`).

@@ -179,6 +179,40 @@ fn single_expression(s: &str) -> Option<&str> {
     Some(inner.trim())
 }
 
+/// Whether an expression is, at its top level, `A if B` without `else` (words inside
+/// strings and brackets do not count).
+fn inline_if_without_else(expr: &str) -> bool {
+    let (mut depth, mut quote, mut word) = (0i32, None::<char>, String::new());
+    let (mut has_if, mut has_else) = (false, false);
+    let mut end_word = |w: &mut String, depth: i32| {
+        if depth == 0 {
+            has_if |= w == "if";
+            has_else |= w == "else";
+        }
+        w.clear();
+    };
+    for c in expr.chars().chain(std::iter::once(' ')) {
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        end_word(&mut word, depth);
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    has_if && !has_else
+}
+
 /// Python methods on values (`s.upper()`, `d.keys()` …) from minijinja_contrib, except
 /// `dict.items()`: Ansible turns its tuples into lists, so it renders as
 /// `[['a', 1], ['b', 2]]`.
@@ -373,6 +407,57 @@ impl Templar {
             .map_err(|e| convert_file_error(e, path, &guarded))
     }
 
+    /// [`Templar::render_value`] that leaves out the list items and mapping values whose
+    /// templates are undefined: ansible-core's terms of `with_first_found`, which drop
+    /// them for backwards compatibility (a missing fact names no candidate file).
+    pub fn render_value_omitting_undefined(
+        &self,
+        v: &Value,
+        ctx: &minijinja::Value,
+    ) -> Result<Option<Value>> {
+        let keep = |r: Result<Option<Value>>| match r {
+            Err(e) if e.kind == ErrorKind::Undefined => Ok(None),
+            other => other,
+        };
+        Ok(match v {
+            Value::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for i in items {
+                    if let Some(r) = keep(self.render_value_omitting_undefined(i, ctx))? {
+                        out.push(r);
+                    }
+                }
+                Some(Value::Array(out))
+            }
+            Value::Object(m) if unsafe_text::as_unsafe(v).is_none() => {
+                let mut out = serde_json::Map::with_capacity(m.len());
+                for (k, val) in m {
+                    if let Some(r) = keep(self.render_value_omitting_undefined(val, ctx))? {
+                        out.insert(k.clone(), r);
+                    }
+                }
+                Some(Value::Object(out))
+            }
+            other => Some(self.render_value(other, ctx)?),
+        })
+    }
+
+    /// A list item: as [`Templar::render_value`], except that an item that is one inline
+    /// `if` without `else` whose condition is false (`"{{ ip6 if ipv6_stack }}"`) stays
+    /// in the list as None, as ansible-core keeps its undefined result there until used
+    /// (`| select` drops it); alone, such a template is an error as in ansible-core.
+    fn render_item(&self, v: &Value, ctx: &minijinja::Value) -> Result<Value> {
+        if let Some(expr) = v.as_str().and_then(single_expression) {
+            if inline_if_without_else(expr) {
+                let expr = escape_expr_strings(expr, false).0;
+                if self.eval_expr(&expr, ctx)?.is_undefined() {
+                    return Ok(Value::Null);
+                }
+            }
+        }
+        self.render_value(v, ctx)
+    }
+
     /// Renders every string inside a value, recursively (keys too).
     pub fn render_value(&self, v: &Value, ctx: &minijinja::Value) -> Result<Value> {
         Ok(match v {
@@ -380,7 +465,7 @@ impl Templar {
             Value::Array(items) => Value::Array(
                 items
                     .iter()
-                    .map(|i| self.render_value(i, ctx))
+                    .map(|i| self.render_item(i, ctx))
                     .collect::<Result<_>>()?,
             ),
             Value::Object(m) => {
@@ -598,6 +683,8 @@ fn explain_undefined(err: Error, ctx: &minijinja::Value) -> Error {
 fn convert(e: minijinja::Error, source: Option<&str>) -> Error {
     let kind = match e.kind() {
         minijinja::ErrorKind::UndefinedError => ErrorKind::Undefined,
+        // Jinja finds no such attribute, so calling it is calling an undefined value.
+        minijinja::ErrorKind::UnknownMethod => ErrorKind::Undefined,
         _ => ErrorKind::Template,
     };
     let detail = e

@@ -111,7 +111,6 @@ fn decide(
     let path = a.path.clone();
     let attrs = a.attrs.clone();
     let explicit = a.explicit;
-    let mut fail = None;
     if out.rc != 0 {
         return Err(remote::remote_error(&format!("cannot stat {}", path), out));
     }
@@ -279,10 +278,10 @@ fn decide(
                     .at_opt(ctx.span.as_ref()));
                 }
                 if !same {
-                    // An error when applied; check mode reports the link it would make.
-                    fail = Some(Error::new(
+                    // In check mode too, as ansible-core (its words).
+                    return Err(Error::new(
                         ErrorKind::Runtime,
-                        format!("src file does not exist, use \"force=yes\" if you really want to create the link: {}", src),
+                        format!("src file does not exist, use 'force=yes' if you really want to create the link: {}", src),
                     )
                     .at_opt(ctx.span.as_ref()));
                 }
@@ -349,7 +348,6 @@ fn decide(
         state,
         force_changed,
         before_state,
-        fail,
     };
     Ok(Plan::change(res, work))
 }
@@ -496,9 +494,6 @@ pub struct FileWork {
     /// A creation or removal: changed whatever the measure says.
     force_changed: bool,
     before_state: &'static str,
-    /// An error found while planning that only a real run raises (a link to a missing
-    /// `src` without `force`: check mode reports the link it would make).
-    fail: Option<Error>,
 }
 
 /// Manages a path's state and attributes.
@@ -566,9 +561,6 @@ impl PlanApply for File {
         work: FileWork,
         _planned: ModuleResult,
     ) -> Result<ModuleResult> {
-        if let Some(e) = work.fail {
-            return Err(e);
-        }
         let (path, state) = (&work.path, work.state);
         let out = ctx.exec(work.script, None).await?;
         if out.rc != 0 {

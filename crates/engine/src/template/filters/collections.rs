@@ -272,6 +272,39 @@ pub(super) fn items2dict(
     Ok(map_value(out))
 }
 
+/// `community.general.dict`: Python's `dict()` of a list of key-value pairs (a later pair
+/// wins; each must have exactly two items, with Python's message otherwise).
+pub(super) fn pairs_dict(value: &Value) -> Result<Value, Error> {
+    if !is_list(value) {
+        return Err(fail(format!(
+            "community.general.dict: '{}' object is not iterable as pairs",
+            py_type(value)
+        )));
+    }
+    let mut out: Vec<(Value, Value)> = Vec::new();
+    for (i, item) in value.try_iter()?.enumerate() {
+        let pair: Vec<Value> = match item.kind() {
+            ValueKind::Seq | ValueKind::String => item.try_iter()?.collect(),
+            _ => {
+                return Err(fail(format!(
+                    "cannot convert dictionary update sequence element #{i} to a sequence"
+                )))
+            }
+        };
+        let [k, v] = <[Value; 2]>::try_from(pair).map_err(|p| {
+            fail(format!(
+                "dictionary update sequence element #{i} has length {}; 2 is required",
+                p.len()
+            ))
+        })?;
+        match out.iter().position(|(ek, _)| ek == &k) {
+            Some(pos) => out[pos].1 = v,
+            None => out.push((k, v)),
+        }
+    }
+    Ok(map_value(out))
+}
+
 /// Jinja2's `unique` as Ansible calls it: strings compared case-insensitively,
 /// first occurrence kept.
 fn unique_values(items: Vec<Value>) -> Vec<Value> {

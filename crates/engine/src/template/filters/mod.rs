@@ -87,6 +87,7 @@ pub fn register(env: &mut Environment<'static>) {
     filter!("combine", combine);
     filter!("dict2items", dict2items);
     filter!("items2dict", items2dict);
+    env.add_filter("community.general.dict", collections::pairs_dict);
     filter!("union", union);
     filter!("intersect", intersect);
     filter!("difference", difference);

@@ -104,11 +104,15 @@ fn with_loop(state: &State, name: String, terms: Vec<Value>) -> Result<Value, Er
 
 /// The items of a `with_<name>` loop: the lookup run over the rendered keyword value as
 /// its terms (a list as it is, anything else as the one term), with `wantlist`.
+///
+/// `search_path` is ansible-core's `ansible_search_path` of the task (its roles' paths,
+/// the directory of its file, the playbook's), used unless the variables set it.
 pub fn run_with(
     templar: &crate::template::Templar,
     name: &str,
     terms: serde_json::Value,
     ctx: &Value,
+    search_path: &[String],
 ) -> crate::error::Result<serde_json::Value> {
     if !is_known(name) {
         return Err(crate::error::Error::new(
@@ -120,8 +124,19 @@ pub fn run_with(
         serde_json::Value::Array(a) => serde_json::Value::Array(a),
         other => serde_json::Value::Array(vec![other]),
     };
-    let ctx =
-        minijinja::context! { __kk_with_terms => crate::template::to_mj(&terms), ..ctx.clone() };
+    let defined = ctx
+        .get_attr("ansible_search_path")
+        .is_ok_and(|v| !v.is_undefined());
+    let ctx = match defined || search_path.is_empty() {
+        true => {
+            minijinja::context! { __kk_with_terms => crate::template::to_mj(&terms), ..ctx.clone() }
+        }
+        false => minijinja::context! {
+            __kk_with_terms => crate::template::to_mj(&terms),
+            ansible_search_path => search_path.to_vec(),
+            ..ctx.clone()
+        },
+    };
     let expr = format!("{}('{}', {})", WITH_FN, name, WITH_TERMS);
     let v = templar.eval_expr(&expr, &ctx)?;
     crate::template::to_json(&v, &format!("with_{}", name))
