@@ -71,7 +71,12 @@ fn search_path(t: &Task, ctx: &minijinja::Value) -> Vec<String> {
         .into_iter()
         .flatten()
     {
-        if !p.is_empty() && !out.contains(&p) {
+        // Absolute, as ansible-core's: what a lookup finds is named from anywhere.
+        let p = match std::path::absolute(&p) {
+            Ok(abs) if !p.is_empty() => abs.display().to_string(),
+            _ => continue,
+        };
+        if !out.contains(&p) {
             out.push(p);
         }
     }

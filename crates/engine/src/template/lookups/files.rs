@@ -196,6 +196,9 @@ pub(super) fn first_found(
         };
         for c in candidates {
             if let Ok(p) = find_file(state, "first_found", "files", &c) {
+                // Absolute, as ansible-core returns it (unfrackpath): the caller may
+                // resolve it from another directory.
+                let p = std::path::absolute(&p).unwrap_or(p);
                 return Ok(vec![Value::from(p.display().to_string())]);
             }
         }
