@@ -875,7 +875,30 @@ mod tests {
         assert!(!t
             .eval_condition(&serde_json::json!(["x > 1", "x > 5"]), &ctx)
             .unwrap());
-        assert!(t.eval_condition(&serde_json::json!("s"), &ctx).unwrap());
         assert!(t.eval_condition(&serde_json::json!(true), &ctx).unwrap());
+        // ansible-core 2.19: a result that is not a boolean is an error naming its type…
+        let e = t.eval_condition(&serde_json::json!("s"), &ctx).unwrap_err();
+        assert!(e.message.contains("type 'str' in `s`"), "{}", e.message);
+        let e = t.eval_condition(&serde_json::json!("x"), &ctx).unwrap_err();
+        assert!(e.message.contains("type 'int'"), "{}", e.message);
+        assert!(t.eval_condition(&serde_json::json!(1), &ctx).is_err());
+        // … a rendered `{{ }}` is read again as the expression, and `| bool` is one.
+        assert!(t
+            .eval_condition(&serde_json::json!("{{ s == 'yes' }}"), &ctx)
+            .unwrap());
+        assert!(t
+            .eval_condition(&serde_json::json!("s | bool"), &ctx)
+            .unwrap());
+        // Jinja's truth where it is asked for (the constructed inventory's groups).
+        assert!(t.eval_truth(&serde_json::json!("s"), &ctx).unwrap());
+    }
+
+    #[test]
+    fn inline_if_without_else() {
+        assert!(super::inline_if_without_else("a if b"));
+        assert!(!super::inline_if_without_else("a if b else c"));
+        assert!(!super::inline_if_without_else("x | map('y if z')"));
+        assert!(!super::inline_if_without_else("[a if b]"));
+        assert!(!super::inline_if_without_else("'if' ~ gift"));
     }
 }

@@ -216,22 +216,6 @@ pub fn find(name: &str, playbook_dir: &Path, role_dir: Option<&Path>) -> Option<
     })
 }
 
-/// The places [`find`] looked, for the error that says a module is not there.
-pub fn searched(name: &str, playbook_dir: &Path, role_dir: Option<&Path>) -> Vec<PathBuf> {
-    if name.split('.').count() == 3 && !name.starts_with("ansible.") {
-        collection_roots(playbook_dir)
-            .into_iter()
-            .map(|r| r.join("ansible_collections"))
-            .collect()
-    } else {
-        let mut dirs = library_dirs(playbook_dir, role_dir);
-        if let Some(core) = ansible_core() {
-            dirs.push(core.dir.join("modules"));
-        }
-        dirs
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,14 +91,6 @@ pub fn resolve(name: &str, playbook_dir: &Path, role_dir: Option<&Path>) -> Resu
     Ok(true)
 }
 
-/// Where a module name was looked for, for the loader's "unknown module" error.
-pub fn searched(name: &str, playbook_dir: &Path, role_dir: Option<&Path>) -> Vec<String> {
-    find::searched(name, playbook_dir, role_dir)
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect()
-}
-
 /// The Python modules run in this process and how many host runs each had, for the end
 /// of the run ("run through Python on the hosts").
 pub fn runs() -> Vec<(String, u64)> {

@@ -114,14 +114,11 @@ impl Loader {
                 let mut e = Error::syntax(format!("unknown module or keyword `{}`", k), &v.span)
                     .with_code("kk::module::unknown");
                 let candidates = modules::all_names().chain(TASK_KEYWORDS.iter().copied());
-                if let Some(s) = did_you_mean(canon, candidates) {
-                    e = e.help(format!("did you mean `{}`?", s));
-                }
-                let searched = modules::python::searched(canon, &self.playbook_dir, role_dir);
-                return Err(e.note(format!(
-                    "no module written in Python by that name either; looked in: {}",
-                    searched.join(", ")
-                )));
+                e = match did_you_mean(canon, candidates) {
+                    Some(s) => e.help(format!("did you mean `{}`?", s)),
+                    None => e.help("kk implements no such module, and found none written in Python in library/ (next to the playbook, in a role, ansible.cfg's `library`) or in an installed collection (`collections_path`): check the name, or install the collection"),
+                };
+                return Err(e);
             }
             if let Some((prev, _)) = action {
                 return Err(Error::syntax(
