@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Runs kubespray's cluster.yml on three fresh test-bed hosts, under kk or under ansible-core,
+# and writes the run's event stream (kk's JSON events; Ansible's through
+# tests/oracle/callback/kk_json.py) for tests/kubespray/compare_runs.py. Not part of the
+# suite: the oracle fixtures 260-265 pin each behaviour kubespray needed.
+#
+#   tests/kubespray/run.sh kk|ansible check|stages OUT.json
+#
+#   check   cluster.yml --check
+#   stages  cluster.yml --tags bootstrap_os,preinstall,facts (real mode) without the
+#           system-packages tag (the hosts reach no Debian mirror here)
+#
+# KUBESPRAY_DIR: a kubespray v2.31.0 tree (default /var/tmp/kubespray-v2.31.0; it is
+# `git archive v2.31.0` of kubernetes-sigs/kubespray, kept outside this repository).
+# The controller's ansible (for ansible-playbook, and for kk's modules written in Python
+# such as kubespray's library/kube.py) is ansible==11.13.0, the release kubespray v2.31
+# pins (ansible-core 2.18), in /var/tmp/kk-kubespray-venv (made here once from PyPI).
+# kk runs with ANSIBLE_ALLOW_BROKEN_CONDITIONALS=true (kubespray v2.31 is written for
+# ansible-core 2.18, whose conditions may give non-booleans; kk follows 2.19) and
+# --skip-tags check (its version check wants ansible-core < 2.19).
+set -euo pipefail
+tool=${1:?kk or ansible} mode=${2:?check or stages} out=${3:?OUT.json}
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+ks=${KUBESPRAY_DIR:-/var/tmp/kubespray-v2.31.0}
+venv=${KK_KUBESPRAY_VENV:-/var/tmp/kk-kubespray-venv}
+[ -f "$ks/cluster.yml" ] || { echo "no kubespray at $ks (set KUBESPRAY_DIR)" >&2; exit 1; }
+if [ ! -x "$venv/bin/ansible-playbook" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check ansible==11.13.0 jmespath==1.1.0 netaddr==1.3.0
+fi
+out=$(realpath -m "$out")
+work=$(mktemp -d)
+trap 'exec 9>&-; wait; rm -rf "$work"' EXIT
+# Three fresh hosts, up while fd 9 stays open.
+mkfifo "$work/up"
+"$root/target/release/testbed-up" 3 "$work/bed.yaml" <"$work/up" >"$work/up.log" 2>&1 &
+exec 9>"$work/up"
+for _ in $(seq 120); do grep -q '^up;' "$work/up.log" 2>/dev/null && break; sleep 1; done
+grep -q '^up;' "$work/up.log" || { cat "$work/up.log" >&2; exit 1; }
+key=$(grep -o '\-i [^ ]*' "$work/up.log" | head -1 | cut -d' ' -f2)
+mapfile -t ips < <(grep -o 'root@[0-9.]*' "$work/up.log" | cut -d@ -f2)
+net=${ips[0]%.*}
+mkdir -p "$work/inv"
+cp -r "$ks/inventory/sample/group_vars" "$work/inv/"
+cat >"$work/inv/inventory.ini" <<INV
+[all:vars]
+ansible_user=root
+ansible_ssh_private_key_file=$key
+ansible_ssh_common_args=-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+ansible_python_interpreter=/usr/bin/python3
+
+[kube_control_plane]
+node1 ansible_host=${ips[0]} ip=${ips[0]} etcd_member_name=etcd1
+
+[etcd:children]
+kube_control_plane
+
+[kube_node]
+node2 ansible_host=${ips[1]} ip=${ips[1]}
+node3 ansible_host=${ips[2]} ip=${ips[2]}
+INV
+# kubespray's preinstall refuses a host without a nameserver.
+for ip in "${ips[@]}"; do
+  ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -i "$key" "root@$ip" \
+    "echo 'nameserver $net.1' > /etc/resolv.conf"
+done
+# kubespray pings the hosts (iputils-ping), which its system-packages step would install
+# from a mirror the hosts cannot reach here: the controller's copies of the packages are
+# installed instead.
+debs=${KK_KUBESPRAY_DEBS:-/var/tmp/kk-kubespray-debs}
+if ! ls "$debs"/iputils-ping_*.deb >/dev/null 2>&1; then
+  mkdir -p "$debs"
+  (cd "$debs" && apt-get download -qq iputils-ping libcap2-bin 2>/dev/null)
+fi
+for ip in "${ips[@]}"; do
+  tar -C "$debs" -c . | ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
+    -i "$key" "root@$ip" 'd=$(mktemp -d) && tar -C "$d" -x && dpkg -i "$d"/*.deb >/dev/null && rm -rf "$d"'
+done
+args=(cluster.yml -i "$work/inv/inventory.ini")
+case "$mode" in
+  check) args+=(--check) ;;
+  stages) args+=(--tags bootstrap_os,preinstall,facts --skip-tags system-packages) ;;
+  *) echo "mode: check or stages" >&2; exit 5 ;;
+esac
+cd "$ks"
+start=$(date +%s.%N)
+case "$tool" in
+  ansible)
+    ANSIBLE_CALLBACK_PLUGINS="$root/tests/oracle/callback" ANSIBLE_STDOUT_CALLBACK=kk_json \
+      ANSIBLE_CALLBACKS_ENABLED= "$venv/bin/ansible-playbook" "${args[@]}" >"$out" 2>"$out.err" || true ;;
+  kk)
+    # With --skip-tags check as well: kk's version check answer is 2.19.
+    skip=check
+    [ "$mode" = stages ] && skip=check,system-packages && args=("${args[@]:0:5}")
+    ANSIBLE_ALLOW_BROKEN_CONDITIONALS=true KK_ANSIBLE_PYTHON="$venv/bin/python" \
+      "${KK:-$root/target/release/kk}" run "${args[@]}" --skip-tags "$skip" --workdir "$work/kk" -o json >"$out" 2>"$out.err" || true ;;
+  *) echo "tool: kk or ansible" >&2; exit 5 ;;
+esac
+end=$(date +%s.%N)
+awk -v s="$start" -v e="$end" -v t="$tool" -v m="$mode" 'BEGIN {printf "%s %s: %.1f s\n", t, m, e - s}' | tee "$out.time"
