@@ -140,15 +140,11 @@ pub struct Found {
 /// Python's `sys.path`.
 fn collection_roots(playbook_dir: &Path) -> Vec<PathBuf> {
     let mut roots = vec![playbook_dir.to_path_buf()];
-    let cfg = configured();
-    if cfg.collections.is_empty() {
-        if let Some(home) = std::env::var_os("HOME") {
-            roots.push(PathBuf::from(home).join(".ansible/collections"));
-        }
-        roots.push(PathBuf::from("/usr/share/ansible/collections"));
-    } else {
-        roots.extend(cfg.collections);
-    }
+    roots.extend(or_defaults(
+        configured().collections,
+        ".ansible/collections",
+        "/usr/share/ansible/collections",
+    ));
     if let Some(core) = ansible_core() {
         roots.extend(core.sys_path.iter().cloned());
     }
@@ -162,16 +158,21 @@ fn library_dirs(playbook_dir: &Path, role_dir: Option<&Path>) -> Vec<PathBuf> {
     if let Some(r) = role_dir {
         dirs.push(r.join("library"));
     }
-    let cfg = configured();
-    if cfg.library.is_empty() {
-        if let Some(home) = std::env::var_os("HOME") {
-            dirs.push(PathBuf::from(home).join(".ansible/plugins/modules"));
-        }
-        dirs.push(PathBuf::from("/usr/share/ansible/plugins/modules"));
-    } else {
-        dirs.extend(cfg.library);
-    }
+    dirs.extend(or_defaults(
+        configured().library,
+        ".ansible/plugins/modules",
+        "/usr/share/ansible/plugins/modules",
+    ));
     dirs
+}
+
+/// The configured directories, or Ansible's defaults (one under `~`, one system-wide).
+fn or_defaults(configured: Vec<PathBuf>, in_home: &str, system: &str) -> Vec<PathBuf> {
+    if !configured.is_empty() {
+        return configured;
+    }
+    let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(in_home));
+    home.into_iter().chain([PathBuf::from(system)]).collect()
 }
 
 /// Finds the Python module a task names, or `None`.
