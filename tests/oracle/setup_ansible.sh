@@ -3,7 +3,8 @@
 # ansible.posix and community.general collections (mount, authorized_key, sysctl,
 # modprobe…) that ansible-core lacks, and
 # passlib (ansible-core's password_hash filter needs it; bcrypt for its `blowfish` hashes,
-# 4.0.1 being the last release passlib 1.7.4 works with).
+# 4.0.1 being the last release passlib 1.7.4 works with), and jmespath (community.general's
+# json_query filter needs it).
 # Idempotent and quiet: prints nothing when the venv is already usable.
 # Usage: tests/oracle/setup_ansible.sh   (venv at ${KK_ORACLE_VENV:-target/oracle-venv},
 # relative paths are taken from the repository root).
@@ -30,7 +31,7 @@ collections='ansible/posix community/general'
 core_ready() {
   [ -x "$venv/bin/ansible-playbook" ] &&
     "$venv/bin/python" -c 'import ansible, sys; sys.exit(0 if ansible.__version__.startswith("2.19.") else 1)' 2>/dev/null &&
-    "$venv/bin/python" -c 'import passlib, bcrypt' 2>/dev/null
+    "$venv/bin/python" -c 'import passlib, bcrypt, jmespath' 2>/dev/null
 }
 
 # Where collection $1 (`namespace/name`) lives in the venv.
@@ -59,7 +60,7 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv" >/dev/null
 fi
 if ! core_ready; then
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'ansible-core==2.19.*' 'passlib==1.7.4' 'bcrypt==4.0.1' >/dev/null
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'ansible-core==2.19.*' 'passlib==1.7.4' 'bcrypt==4.0.1' 'jmespath==1.1.0' >/dev/null
 fi
 
 missing="$(missing_collections)"

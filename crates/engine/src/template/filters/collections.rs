@@ -272,6 +272,20 @@ pub(super) fn items2dict(
     Ok(map_value(out))
 }
 
+/// `json_query` (community.general's): a JMESPath query over the data, with the `jmespath`
+/// crate of the JMESPath project; no match is None, as Python's `jmespath.search` gives.
+pub(super) fn json_query(state: &State, value: &Value, query: String) -> Result<Value, Error> {
+    let data = to_plain(state, value, "json_query")?;
+    let expr = jmespath::compile(&query)
+        .map_err(|e| fail(format!("json_query: invalid JMESPath query `{query}`: {e}")))?;
+    let found = expr
+        .search(data)
+        .map_err(|e| fail(format!("json_query: query `{query}` failed: {e}")))?;
+    let out = serde_json::to_value(&*found)
+        .map_err(|e| fail(format!("json_query: cannot convert the result: {e}")))?;
+    Ok(from_plain(&out))
+}
+
 /// `community.general.dict`: Python's `dict()` of a list of key-value pairs (a later pair
 /// wins; each must have exactly two items, with Python's message otherwise).
 pub(super) fn pairs_dict(value: &Value) -> Result<Value, Error> {

@@ -88,6 +88,8 @@ pub fn register(env: &mut Environment<'static>) {
     filter!("dict2items", dict2items);
     filter!("items2dict", items2dict);
     env.add_filter("community.general.dict", collections::pairs_dict);
+    env.add_filter("json_query", collections::json_query);
+    env.add_filter("community.general.json_query", collections::json_query);
     filter!("union", union);
     filter!("intersect", intersect);
     filter!("difference", difference);
