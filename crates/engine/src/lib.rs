@@ -29,4 +29,4 @@ pub use modules::python::{configure as configure_python_modules, PythonPaths};
 /// The facts script and its parser, for the `facts` example (gathering time, and a dump to
 /// compare with `ansible -m setup`).
 pub use modules::setup::facts;
-pub use template::allow_broken_conditionals;
+pub use template::conditions::allow_broken_conditionals;
