@@ -250,22 +250,19 @@ impl VarView {
             self.resolving.lock().unwrap().pop();
             match rendered {
                 Ok(v) => to_mj(&v),
-                // As ansible-core: a variable whose template uses something undefined is
-                // itself undefined (`| default` replaces it, `is defined` is false); a
-                // plain use fails naming it, with why.
-                Err(e) if e.kind == crate::error::ErrorKind::Undefined => {
-                    let mut msg = e.message.clone();
-                    for n in &e.notes {
-                        msg.push_str(&format!("; {}", n));
-                    }
-                    self.undefined.lock().unwrap().insert(key.to_string(), msg);
-                    return None;
-                }
                 Err(e) => {
-                    let mut msg = format!("while templating variable `{}`: {}", key, e.message);
+                    let mut why = e.message.clone();
                     for n in &e.notes {
-                        msg.push_str(&format!("; {}", n));
+                        why.push_str(&format!("; {}", n));
                     }
+                    // As ansible-core: a variable whose template uses something undefined
+                    // is itself undefined (`| default` replaces it, `is defined` is
+                    // false); a plain use fails naming it, with why.
+                    if e.kind == crate::error::ErrorKind::Undefined {
+                        self.undefined.lock().unwrap().insert(key.to_string(), why);
+                        return None;
+                    }
+                    let msg = format!("while templating variable `{}`: {}", key, why);
                     let err = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg);
                     return Some(minijinja::Value::from(err));
                 }
