@@ -88,6 +88,13 @@ pub fn load_playbook_with(
     Ok(Playbook { plays })
 }
 
+/// `base` with `top`'s variables over it (an import's vars over a play's own).
+fn overlay(base: &VarMap, top: &VarMap) -> VarMap {
+    let mut out = base.clone();
+    out.extend(top.iter().map(|(k, v)| (k.clone(), v.clone())));
+    out
+}
+
 fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
@@ -180,8 +187,7 @@ impl Loader {
         let own = parse_inherited(item)?;
         // An outer import's vars win over an inner one's (ansible-core applies the inner
         // import's first, then the outer's over every play it brought).
-        let mut vars = (*own.vars).clone();
-        vars.extend(import_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let vars = overlay(&own.vars, import_vars);
         let mut imported =
             crate::depth::grow(|| self.load_plays(&target, stack, Some(&imp.span), &vars))?;
         for p in &mut imported {
@@ -240,9 +246,7 @@ impl Loader {
         };
         let mut attrs = parse_inherited(node)?;
         if !import_vars.is_empty() {
-            let mut vars = (*attrs.vars).clone();
-            vars.extend(import_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-            attrs.vars = Arc::new(vars);
+            attrs.vars = Arc::new(overlay(&attrs.vars, import_vars));
         }
         let ctx = FileCtx {
             vars: attrs.vars.clone(),
