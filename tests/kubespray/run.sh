@@ -4,11 +4,15 @@
 # tests/oracle/callback/kk_json.py) for tests/kubespray/compare_runs.py. Not part of the
 # suite: the oracle fixtures 260-265 pin each behaviour kubespray needed.
 #
-#   tests/kubespray/run.sh kk|ansible check|stages OUT.json
+#   tests/kubespray/run.sh kk|ansible check|stages|downloads OUT.json
 #
-#   check   cluster.yml --check
-#   stages  cluster.yml --tags bootstrap_os,preinstall,facts (real mode) without the
-#           system-packages tag (the hosts reach no Debian mirror here)
+#   check      cluster.yml --check
+#   stages     cluster.yml --tags bootstrap_os,preinstall,facts (real mode) without the
+#              system-packages tag (the hosts reach no Debian mirror here)
+#   downloads  the same and the download tag (real mode) against a local mirror of
+#              kubespray's file URLs (mirror-plan.yml lists them, mirror.py builds it,
+#              an HTTP server on the controller serves it); container images are not
+#              pulled (download_container: false): no registry here carries them
 #
 # KUBESPRAY_DIR: a kubespray v2.31.0 tree (default /var/tmp/kubespray-v2.31.0; it is
 # `git archive v2.31.0` of kubernetes-sigs/kubespray, kept outside this repository).
@@ -17,7 +21,9 @@
 # pins (ansible-core 2.18), in /var/tmp/kk-kubespray-venv (made here once from PyPI).
 # kk runs with ANSIBLE_ALLOW_BROKEN_CONDITIONALS=true (kubespray v2.31 is written for
 # ansible-core 2.18, whose conditions may give non-booleans; kk follows 2.19) and
-# --skip-tags check (its version check wants ansible-core < 2.19).
+# --skip-tags check (its version check wants ansible-core < 2.19). The real-mode runs set
+# enable_nodelocaldns=false: its "Check dummy module" loads a kernel module, and the kernel
+# of this machine's test hosts has no module support (no /proc/modules).
 set -euo pipefail
 tool=${1:?kk or ansible} mode=${2:?check or stages} out=${3:?OUT.json}
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -77,11 +83,33 @@ for ip in "${ips[@]}"; do
   tar -C "$debs" -c . | ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
     -i "$key" "root@$ip" 'd=$(mktemp -d) && tar -C "$d" -x && dpkg -i "$d"/*.deb >/dev/null && rm -rf "$d"'
 done
+# kubespray's ansible.cfg caches facts in /tmp for a day (jsonfile, keyed by host name):
+# each Ansible run gets its own empty cache, so it gathers what kk gathers.
+export ANSIBLE_CACHE_PLUGIN_CONNECTION="$work/fact-cache"
 args=(cluster.yml -i "$work/inv/inventory.ini")
 case "$mode" in
   check) args+=(--check) ;;
-  stages) args+=(--tags bootstrap_os,preinstall,facts --skip-tags system-packages) ;;
-  *) echo "mode: check or stages" >&2; exit 5 ;;
+  stages) args+=(--tags bootstrap_os,preinstall,facts --skip-tags system-packages -e "{\"enable_nodelocaldns\": false}") ;;
+  downloads)
+    # The mirror: kubespray's base URLs point at an HTTP server on the controller's side
+    # of the test-bed bridge; the files and their checksums come from mirror.py.
+    port=$((20000 + $$ % 10000))
+    base="http://$net.1:$port"
+    printf '%s\n' "github_url: $base/github.com" "dl_k8s_io_url: $base/dl.k8s.io" \
+      "storage_googleapis_url: $base/storage.googleapis.com" "get_helm_url: $base/get.helm.sh" \
+      "download_container: false" >"$work/mirror-base.yml"
+    fake=${KK_FAKE_BIN:-$root/target/debug/kube-fake}
+    [ -x "$fake" ] || (cd "$root" && cargo build -q -p kk-fakes --bin kube-fake)
+    (cd "$ks" && ANSIBLE_CACHE_PLUGIN=memory "$venv/bin/ansible-playbook" -i "$work/inv/inventory.ini" \
+      -e @"$work/mirror-base.yml" -e mirror_plan="$work/mirror-plan.tsv" \
+      "$here/mirror-plan.yml" >"$work/mirror-plan.log" 2>&1) || { cat "$work/mirror-plan.log" >&2; exit 1; }
+    python3 "$here/mirror.py" "$work/mirror-plan.tsv" "$ks" "$fake" "$work/mirror" "$work/mirror-sums.yml" >&2
+    python3 -m http.server --bind "$net.1" --directory "$work/mirror" "$port" >"$work/mirror.log" 2>&1 &
+    server=$!
+    trap 'kill $server 2>/dev/null; exec 9>&-; wait; rm -rf "$work"' EXIT
+    args+=(--tags bootstrap_os,preinstall,facts,download --skip-tags system-packages -e "{\"enable_nodelocaldns\": false}"
+      -e @"$work/mirror-base.yml" -e @"$work/mirror-sums.yml") ;;
+  *) echo "mode: check, stages or downloads" >&2; exit 5 ;;
 esac
 cd "$ks"
 start=$(date +%s.%N)
@@ -92,7 +120,15 @@ case "$tool" in
   kk)
     # With --skip-tags check as well: kk's version check answer is 2.19.
     skip=check
-    [ "$mode" = stages ] && skip=check,system-packages && args=("${args[@]:0:5}")
+    if [ "$mode" != check ]; then
+      # Its --skip-tags joins kk's own below.
+      skip=check,system-packages
+      kept=()
+      for ((i = 0; i < ${#args[@]}; i++)); do
+        if [ "${args[i]}" = --skip-tags ]; then i=$((i + 1)); else kept+=("${args[i]}"); fi
+      done
+      args=("${kept[@]}")
+    fi
     ANSIBLE_ALLOW_BROKEN_CONDITIONALS=true KK_ANSIBLE_PYTHON="$venv/bin/python" \
       "${KK:-$root/target/release/kk}" run "${args[@]}" --skip-tags "$skip" --workdir "$work/kk" -o json >"$out" 2>"$out.err" || true ;;
   *) echo "tool: kk or ansible" >&2; exit 5 ;;

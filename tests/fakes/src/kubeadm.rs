@@ -1,7 +1,9 @@
 //! FAKE kubeadm (stands in for the real kubeadm, which needs a container runtime running
 //! an API server): `version -o short`, `init`, `init phase upload-certs|upload-config
 //! kubeadm|control-plane apiserver`,
-//! `token create --print-join-command`, `join`, `certs renew all`, `reset -f`.
+//! `token create --print-join-command`, `join`, `certs renew all`, `reset -f`, and the two
+//! calls kubespray's download role makes: `config validate --config F` and
+//! `config images list --config F`.
 //!
 //! Checks: every config it is given, field by field against kubeadm's API of its own
 //! version ([`crate::kubeadm_api`]: v1beta3 below v1.31, v1beta4 from v1.31); init needs an
@@ -84,6 +86,26 @@ pub fn run(call: &mut Call) -> Res {
             Ok(())
         }
         ["reset", ..] => reset(call, args[1..].to_vec()),
+        ["config", "validate", ..] => {
+            let mut rest = args[2..].to_vec();
+            config(call, &mut rest)?;
+            if !rest.is_empty() {
+                return call.unsupported();
+            }
+            println!("ok");
+            Ok(())
+        }
+        ["config", "images", "list"] => {
+            let mut rest = args[3..].to_vec();
+            let docs = config(call, &mut rest)?;
+            if !rest.is_empty() {
+                return call.unsupported();
+            }
+            for image in images(&call.version, doc(&docs, "ClusterConfiguration")) {
+                println!("{image}");
+            }
+            Ok(())
+        }
         _ => call.unsupported(),
     }
 }
@@ -102,6 +124,49 @@ fn config(call: &mut Call, args: &mut Vec<String>) -> Result<Vec<(String, Value)
             errs.join("\n  ")
         ))
     })
+}
+
+/// The images `kubeadm config images list` prints for a ClusterConfiguration (kubeadm's
+/// defaults where the config leaves them out): the control plane's at kubernetesVersion,
+/// CoreDNS, pause, and etcd only for a local etcd.
+fn images(version: &str, cluster: Option<&Value>) -> Vec<String> {
+    let field = |path: &[&str]| {
+        let mut v = cluster?;
+        for p in path {
+            v = v.get(*p)?;
+        }
+        v.as_str().map(str::to_string)
+    };
+    let repo = field(&["imageRepository"]).unwrap_or_else(|| "registry.k8s.io".into());
+    let kube = field(&["kubernetesVersion"]).unwrap_or_else(|| version.to_string());
+    let mut out: Vec<String> = [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kube-proxy",
+    ]
+    .iter()
+    .map(|c| format!("{repo}/{c}:{kube}"))
+    .collect();
+    let dns_repo = field(&["dns", "imageRepository"]).unwrap_or_else(|| format!("{repo}/coredns"));
+    let dns_tag = field(&["dns", "imageTag"]).unwrap_or_else(|| "v1.12.1".into());
+    out.push(format!("{dns_repo}/coredns:{dns_tag}"));
+    let pause = if crate::parse_minor(version) >= (1, 34) {
+        "3.10.1"
+    } else {
+        "3.10"
+    };
+    out.push(format!("{repo}/pause:{pause}"));
+    let external = cluster
+        .and_then(|c| c.get("etcd"))
+        .and_then(|e| e.get("external"));
+    if external.is_none() {
+        let etcd_repo =
+            field(&["etcd", "local", "imageRepository"]).unwrap_or_else(|| repo.clone());
+        let etcd_tag = field(&["etcd", "local", "imageTag"]).unwrap_or_else(|| "3.6.5-0".into());
+        out.push(format!("{etcd_repo}/etcd:{etcd_tag}"));
+    }
+    out
 }
 
 fn doc<'a>(docs: &'a [(String, Value)], kind: &str) -> Option<&'a Value> {

@@ -279,14 +279,29 @@ impl Runner {
                                             handlers_from.as_deref().unwrap_or("main"),
                                         )
                                     })
-                                    .map(|(tasks, handlers)| {
+                                    .map(|loaded| {
+                                        let (tasks, handlers) = (loaded.tasks, loaded.handlers);
+                                        for d in &loaded.dependencies {
+                                            if !s
+                                                .role_dependencies
+                                                .iter()
+                                                .any(|x| Arc::ptr_eq(x, d))
+                                            {
+                                                s.role_dependencies.push(d.clone());
+                                            }
+                                        }
                                         self.add_included_handlers(
                                             &pc,
                                             &scope_role,
                                             handlers_from.as_deref(),
                                             handlers,
                                         );
-                                        pc.note_included_role(&scope_role, &tasks, *public);
+                                        pc.note_included_role(
+                                            &scope_role,
+                                            &tasks,
+                                            *public,
+                                            &loaded.dependencies,
+                                        );
                                         // ansible-core's role identity: its files, parameters and vars.
                                         let key = format!(
                                             "{}|{:?}|{:?}|{:?}|{:?}|{}|{}",

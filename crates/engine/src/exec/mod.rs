@@ -114,6 +114,10 @@ struct Scope {
     attrs: Inherited,
     environment: Vec<Value>,
     roles: Vec<RoleScope>,
+    /// The dependencies of roles `include_role` entered here: their defaults and vars
+    /// sit beneath those of `roles` (ansible-core's `Role.get_default_vars`/`get_vars`;
+    /// a static role's are the play's already).
+    role_dependencies: Vec<Arc<crate::project::Role>>,
     vars: Vec<Arc<VarMap>>,
     rescuable: bool,
     /// How many task lists this point is nested in (see [`crate::depth::MAX_NESTING`]).
@@ -176,6 +180,7 @@ impl Scope {
             },
             environment,
             roles: self.roles.clone(),
+            role_dependencies: self.role_dependencies.clone(),
             vars,
             rescuable: self.rescuable,
             depth: self.depth,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::PlayCtx;
-use crate::project::{RoleScope, Task, TaskKind};
+use crate::project::{Role, RoleScope, Task, TaskKind};
 use crate::vars::VarMap;
 
 /// Role names of a play: those it applies directly and those reached as dependencies.
@@ -80,8 +80,15 @@ impl RoleNames {
 impl PlayCtx {
     /// Records a role `include_role` loaded (`tasks` are what it runs: its dependencies'
     /// role blocks come first), updating the play's role magic variables, and makes its
-    /// defaults and vars visible to the play's later tasks when it is `public`.
-    pub(super) fn note_included_role(&self, scope: &RoleScope, tasks: &[Task], public: bool) {
+    /// defaults and vars visible to the play's later tasks when it is `public`, with
+    /// those of its `dependencies` beneath them.
+    pub(super) fn note_included_role(
+        &self,
+        scope: &RoleScope,
+        tasks: &[Task],
+        public: bool,
+        dependencies: &[Arc<Role>],
+    ) {
         {
             let mut names = self.role_names.write().unwrap();
             names.play.push(scope.role.name.clone());
@@ -92,13 +99,20 @@ impl PlayCtx {
         }
         if public {
             let mut roles = self.public_roles.write().unwrap();
-            let same = |r: &RoleScope| {
-                r.role.path == scope.role.path
-                    && r.role.defaults == scope.role.defaults
-                    && r.role.vars == scope.role.vars
+            let same = |a: &RoleScope, b: &RoleScope| {
+                a.role.path == b.role.path
+                    && a.role.defaults == b.role.defaults
+                    && a.role.vars == b.role.vars
             };
-            if !roles.iter().any(same) {
-                roles.push(scope.clone());
+            let dependencies = dependencies.iter().map(|d| RoleScope {
+                role: d.clone(),
+                params: Arc::default(),
+                public: true,
+            });
+            for r in dependencies.chain([scope.clone()]) {
+                if !roles.iter().any(|known| same(known, &r)) {
+                    roles.push(r);
+                }
             }
         }
     }

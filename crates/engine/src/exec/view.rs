@@ -166,11 +166,19 @@ impl Runner {
             )
             .extend(
                 Level::RoleDefaults,
+                scope.role_dependencies.iter().map(|r| r.defaults.clone()),
+            )
+            .extend(
+                Level::RoleDefaults,
                 scope.roles.iter().map(|r| r.role.defaults.clone()),
             )
             .extend(Level::VarsFiles, pc.host_vars_files.get(host).cloned())
             .extend(Level::RoleVars, pc.role_vars.iter().cloned())
             .extend(Level::RoleVars, public.iter().map(|r| r.role.vars.clone()))
+            .extend(
+                Level::RoleVars,
+                scope.role_dependencies.iter().map(|r| r.vars.clone()),
+            )
             .extend(
                 Level::RoleVars,
                 scope.roles.iter().map(|r| r.role.vars.clone()),

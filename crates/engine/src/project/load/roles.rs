@@ -288,7 +288,9 @@ impl Loader {
     /// (role blocks) before its `tasks_from` tasks, and its handlers and its
     /// dependencies', which join the play's (ansible-core loads both for an included role).
     /// With `validate`, the role's argument spec is checked first (a task reported at
-    /// `play_span`, see [`Loader::validation_task`]).
+    /// `play_span`, see [`Loader::validation_task`]). Also returns the dependencies
+    /// themselves, nearest first: ansible-core gives the role's tasks their defaults and
+    /// vars beneath the role's own.
     pub fn included_role(
         &self,
         scope: &RoleScope,
@@ -297,7 +299,7 @@ impl Loader {
         span: &Span,
         validate: Option<&Span>,
         handlers_from: &str,
-    ) -> Result<(Vec<Task>, Vec<Task>)> {
+    ) -> Result<IncludedRole> {
         let role_ctx = FileCtx {
             dir: scope.role.path.clone(),
             role: Some(scope.clone()),
@@ -309,6 +311,8 @@ impl Loader {
         self.check_dependency_graph(&canonical(&scope.role.path))?;
         let (mut tasks, mut handlers) = (Vec::new(), Vec::new());
         self.role_dependencies(&role_ctx, &mut tasks, &mut handlers, &mut HashSet::new())?;
+        let mut dependencies = Vec::new();
+        dependency_roles(&tasks, &mut dependencies);
         if let Some(at) = validate {
             // An included role has no parameters of its own for the spec (its include's
             // vars are checked as variables).
@@ -320,7 +324,11 @@ impl Loader {
         }
         tasks.extend(self.role_tasks(scope, tasks_from, &[], depth, span)?);
         self.role_handlers(&role_ctx, span, &mut handlers, handlers_from)?;
-        Ok((tasks, handlers))
+        Ok(IncludedRole {
+            tasks,
+            handlers,
+            dependencies,
+        })
     }
 
     pub(super) fn load_role_ref(
@@ -530,5 +538,33 @@ mod tests {
         }
         std::fs::write(d.join("site.yml"), "- hosts: all\n  roles: [top]\n").unwrap();
         assert!(load_playbook(&d.join("site.yml"), Vec::new()).is_ok());
+    }
+}
+
+/// What [`Loader::included_role`] loaded.
+pub struct IncludedRole {
+    /// The dependencies' role blocks, then the role's tasks.
+    pub tasks: Vec<Task>,
+    /// The role's handlers and its dependencies'.
+    pub handlers: Vec<Task>,
+    /// Every dependency, transitively, each once: a dependency's own before it.
+    pub dependencies: Vec<Arc<Role>>,
+}
+
+/// The roles of the role blocks in `tasks` and, depth first, of the blocks inside them
+/// (a dependency's dependencies), each once.
+fn dependency_roles(tasks: &[Task], out: &mut Vec<Arc<Role>>) {
+    for t in tasks {
+        if let TaskKind::Block {
+            block,
+            role: Some(r),
+            ..
+        } = &t.kind
+        {
+            dependency_roles(block, out);
+            if !out.iter().any(|d| Arc::ptr_eq(d, &r.role)) {
+                out.push(r.role.clone());
+            }
+        }
     }
 }
