@@ -256,7 +256,7 @@ impl OneScript for GetUrl {
         let attrs = attrs_of(&c.attrs);
         let mut s = String::new();
         s.push_str(&format!(
-            "dest={}\nname={}\nsum={}\nwant={}\nsumsurl={}\nforce={}\ncheck={}\nretries={}\n",
+            "dest={}\nname={}\nsum={}\nwant={}\nsumsurl={}\nforce={}\ncheck={}\nretries={}\nlocal={}\n",
             qpath(&dest),
             shell_quote(&name),
             shell_quote(&sum_cmd),
@@ -264,7 +264,9 @@ impl OneScript for GetUrl {
             if sums_url.is_some() { "1" } else { "" },
             if a.force.0 { "1" } else { "" },
             if report_only { "1" } else { "" },
-            retries
+            retries,
+            // A file:// URL has no HTTP status: curl reports 000 for it.
+            if url.to_ascii_lowercase().starts_with("file:") { "1" } else { "" },
         ));
         s.push_str(net::CURL_FN);
         s.push_str(DEST_LINE);
@@ -421,11 +423,15 @@ impl OneScript for GetUrl {
             res.data
                 .insert("attempts".into(), n.parse::<i64>().unwrap_or(0).into());
         }
+        // ansible-core's messages: playbooks test them (kubespray retries its downloads
+        // `until` the message has "OK" or "file already exists").
         let msg = match result.as_str() {
-            "downloaded" => format!("OK ({} bytes)", st.size),
+            "downloaded" | "same" => format!("OK ({} bytes)", st.size),
             "would_download" => "would download (check mode)".to_string(),
-            "same" => "file already has the downloaded content".to_string(),
-            "has_checksum" => "file already has the wanted checksum, not downloaded".to_string(),
+            "has_checksum" if changed => {
+                "file already exists but file attributes changed".to_string()
+            }
+            "has_checksum" => "file already exists".to_string(),
             _ => "file already exists (force: no), not downloaded".to_string(),
         };
         Ok(res.msg(msg))
@@ -477,6 +483,7 @@ while :; do
   code=$(kk_curl "$cfg" "$tmp" "$hdr"); rc=$?
   echo "attempts=$n"
   [ "$rc" = 127 ] && exit 81
+  if [ "$rc" = 0 ] && [ -n "$local" ]; then break; fi
   if [ "$rc" = 0 ] && [ "$code" -ge 200 ] && [ "$code" -lt 300 ]; then break; fi
   case "$code" in 000|408|429|5??) again=1 ;; *) [ "$rc" != 0 ] && again=1 || again= ;; esac
   if [ -z "$again" ] || [ "$n" -gt "$retries" ]; then
