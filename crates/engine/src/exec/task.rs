@@ -301,9 +301,11 @@ impl Runner {
             m.insert("ansible_failed_result".into(), result.clone());
             self.set_runtime(&o.host, m);
         }
+        // ansible-core's `gathering: smart` counts a host as gathered only after the
+        // gather_facts action (the implicit task or a `gather_facts` task), not `setup`.
         let gathers = facts_task
             || matches!(&t.kind, TaskKind::Module { module, .. }
-                if matches!(modules::canonical_name(module), "setup" | "gather_facts"));
+                if modules::canonical_name(module) == "gather_facts");
         if gathers && o.extras.facts.is_some() {
             let on = o
                 .extras
