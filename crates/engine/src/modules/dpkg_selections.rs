@@ -25,7 +25,7 @@ struct DpkgArgs {
     #[serde(default)]
     name: Option<Text>,
     #[serde(default)]
-    selection: Option<Selection>,
+    selection: Option<Text>,
 }
 
 /// The environment ansible-core runs dpkg in (its "best parsable" locale).
@@ -47,6 +47,15 @@ fn check(raw: VarMap) -> Result<std::result::Result<(String, Selection), String>
             missing.join(", ")
         )));
     }
+    let sel = a.selection.expect("checked").0;
+    let Ok(selection) = serde_json::from_value::<Selection>(serde_json::Value::String(sel.clone()))
+    else {
+        return Ok(Err(format!(
+            "value of selection must be one of: {}, got: {}",
+            Selection::VALUES.join(", "),
+            sel
+        )));
+    };
     let name = a.name.expect("checked").0;
     if name.is_empty() || name.contains(['\n', ' ', '\t']) {
         return Err(Error::new(
@@ -54,7 +63,7 @@ fn check(raw: VarMap) -> Result<std::result::Result<(String, Selection), String>
             format!("dpkg_selections: {:?} is not a package name", name),
         ));
     }
-    Ok(Ok((name, a.selection.expect("checked"))))
+    Ok(Ok((name, selection)))
 }
 
 /// ansible-core's `run_command(check_rc=True)` failure.
@@ -158,11 +167,12 @@ mod tests {
             c(json!({})).unwrap().unwrap_err(),
             "missing required arguments: name, selection"
         );
-        assert!(c(json!({"name": "a", "selection": "keep"}))
-            .err()
-            .unwrap()
-            .message
-            .contains("install"));
+        assert_eq!(
+            c(json!({"name": "a", "selection": "keep"}))
+                .unwrap()
+                .unwrap_err(),
+            "value of selection must be one of: install, hold, deinstall, purge, got: keep"
+        );
         assert!(c(json!({"name": "a b", "selection": "hold"})).is_err());
         let (n, s) = c(json!({"name": "bash", "selection": "hold"}))
             .unwrap()
