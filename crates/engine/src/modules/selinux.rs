@@ -40,6 +40,7 @@ const SYSTEM_PYTHONS: &[&str] = &[
     "/usr/bin/python",
 ];
 
+#[derive(Debug)]
 struct Checked {
     policy: Option<String>,
     state: String,

@@ -33,6 +33,7 @@ struct TzArgs {
     hwclock: Option<Hwclock>,
 }
 
+#[derive(Debug)]
 struct Checked {
     name: Option<String>,
     hwclock: Option<Hwclock>,
