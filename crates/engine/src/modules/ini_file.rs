@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::args::{parse_with_file_attrs, FileAttrs, Flag, List, Text};
 use super::lineinfile::read_for_edit;
 use super::plan::{Plan, PlanApply};
-use super::remote::{self, file_diff, Attrs, WriteOptions};
+use super::remote::{self, Attrs, WriteOptions};
 use super::{ModuleContext, ModuleResult, VarMap};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -539,15 +539,12 @@ impl PlanApply for IniFile {
         });
         // As the collection: attributes are compared outside check mode only.
         let attrs_changed = !ctx.check_mode && st.exists && c.attrs.differ(&st)?;
-        let mut res = ModuleResult::changed(false)
+        let res = ModuleResult::changed(false)
             .msg(msg)
             .with("diff", diff)
             .with("path", c.path.clone());
         if !content_changed && !attrs_changed {
             return Ok(Plan::Done(res));
-        }
-        if ctx.diff && content_changed {
-            res.diffs.push(file_diff(&header, &old, &new));
         }
         Ok(Plan::change(
             res,

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::args::Text;
 use super::plan::{Plan, PlanApply};
 use super::remote::write::TRAP_SIGNALS;
-use super::{parse_args, FileDiff, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -266,17 +266,6 @@ impl Values {
         }
         serde_json::Value::Object(m)
     }
-
-    fn text(&self) -> String {
-        let mut s = String::new();
-        if let Some(h) = &self.hwclock {
-            s.push_str(&format!("hwclock = {}\n", h));
-        }
-        if let Some(n) = &self.name {
-            s.push_str(&format!("name = {}\n", n));
-        }
-        s
-    }
 }
 
 /// The collection's `_edit_file`: every line matching `re` removed, `line` put where
@@ -439,14 +428,6 @@ impl PlanApply for Timezone {
         }
         script.push_str("echo ==after==\n");
         script.push_str(&look_script(&tz));
-        if ctx.diff {
-            res.diffs.push(FileDiff {
-                before_header: String::new(),
-                after_header: String::new(),
-                before: before.text(),
-                after: planned.text(),
-            });
-        }
         // Check mode reports the planned values as the after state, without a message.
         let diff = serde_json::json!({"before": before.json(), "after": planned.json()});
         res = res.with("diff", diff);
