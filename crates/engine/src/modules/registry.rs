@@ -149,6 +149,22 @@ pub static REGISTRY: &[Entry] = &[
         ),
         &["ansible.posix.authorized_key"],
     ),
+    with_aliases(
+        module("ini_file", &Planned(super::ini_file::IniFile)),
+        &["community.general.ini_file"],
+    ),
+    with_aliases(
+        module("timezone", &Planned(super::timezone::Timezone)),
+        &["community.general.timezone"],
+    ),
+    with_aliases(
+        module("selinux", &Planned(super::selinux::Selinux)),
+        &["ansible.posix.selinux"],
+    ),
+    module(
+        "dpkg_selections",
+        &Planned(super::dpkg_selections::DpkgSelections),
+    ),
     module("reboot", &super::reboot::Reboot),
     module("fetch", &fetch::Fetch),
     with_form(module("script", &script::Script), FreeForm::CommandLine),

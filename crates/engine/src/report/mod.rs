@@ -296,10 +296,15 @@ pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
             };
             let mut out = String::new();
             if diff {
-                if let Some(Value::Array(diffs)) = result.get("diff") {
-                    for d in diffs {
-                        out.push_str(&render_diff(d));
+                // A list of diffs, or one (ini_file, timezone return a single dict).
+                match result.get("diff") {
+                    Some(Value::Array(diffs)) => {
+                        for d in diffs {
+                            out.push_str(&render_diff(d));
+                        }
                     }
+                    Some(d @ Value::Object(_)) => out.push_str(&render_diff(d)),
+                    _ => {}
                 }
             }
             let mut line = format!("{}: {}", word, who);
@@ -412,7 +417,16 @@ fn failure_text(result: &Value) -> String {
 
 fn render_diff(d: &Value) -> String {
     let get = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
-    let diff = similar::TextDiff::from_lines(get("before"), get("after"));
+    // Structured before/after (timezone's values) are shown as JSON, as Ansible does.
+    let text = |k: &str| match d.get(k) {
+        Some(Value::String(s)) => s.clone(),
+        Some(v @ (Value::Object(_) | Value::Array(_))) => {
+            format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
+        }
+        _ => String::new(),
+    };
+    let (before, after) = (text("before"), text("after"));
+    let diff = similar::TextDiff::from_lines(&before, &after);
     let mut out = String::new();
     out.push_str(&format!(
         "--- {}\n+++ {}\n",
