@@ -84,7 +84,8 @@ fn flavor_of(v: &Value) -> Option<Flavor> {
 }
 
 /// A changeable shallow copy of an immutable list or dict (minijinja's own, or a
-/// sequence such as `a + b` that would otherwise keep pointing at `a`); None for
+/// sequence such as `a + b` that would otherwise keep pointing at `a`, an iterable such
+/// as `d.keys()`, taken as a list); None for
 /// anything else (strings, `hostvars`, our containers…).
 fn convert_immutable(v: &Value, flavor: Flavor) -> Option<Value> {
     if let Some(m) = v.downcast_object_ref::<IndexMap<Value, Value>>() {
@@ -93,7 +94,10 @@ fn convert_immutable(v: &Value, flavor: Flavor) -> Option<Value> {
     if let Some(items) = v.downcast_object_ref::<Vec<Value>>() {
         return Some(new_list(flavor, items.clone()));
     }
-    if v.kind() == ValueKind::Seq && !v.is_tuple() && flavor_of(v).is_none() {
+    if matches!(v.kind(), ValueKind::Seq | ValueKind::Iterable)
+        && !v.is_tuple()
+        && flavor_of(v).is_none()
+    {
         return Some(new_list(flavor, v.try_iter().ok()?.collect()));
     }
     None
