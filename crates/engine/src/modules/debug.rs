@@ -12,7 +12,9 @@ use crate::template::to_json;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DebugArgs {
-    #[serde(default)]
+    /// `Some(Null)` for an explicit `msg: null` (a template that gave None), which
+    /// ansible-core prints as null rather than its "Hello world!".
+    #[serde(default, deserialize_with = "present")]
     msg: Option<Value>,
     #[serde(default)]
     var: Option<Text>,
@@ -21,6 +23,11 @@ struct DebugArgs {
 }
 
 const VALID: &[&str] = &["msg", "var", "verbosity"];
+
+/// A field that is present, even as null.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
 
 /// Parses the arguments; `msg` and `var` exclude each other (ansible-core's debug action
 /// refuses both: "parameters are mutually exclusive: msg|var").

@@ -77,7 +77,11 @@ pub(crate) fn with_loader<'e>(env: &Environment<'e>, dirs: Vec<PathBuf>) -> Envi
                     format!("{}: {}", candidate.display(), e.message),
                 )
             })?;
-            return Ok(Some(super::chain::guard_chains(&text, false).into_owned()));
+            let text = super::chain::guard_chains(&text, false).into_owned();
+            if super::mutable::rewrite::mutates(&text) {
+                return Ok(Some(super::mutable::rewrite::rewrite(&text).into_owned()));
+            }
+            return Ok(Some(text));
         }
         Ok(None)
     });

@@ -19,6 +19,7 @@ pub mod ipaddr;
 pub mod jinja_tests;
 pub(crate) mod limits;
 pub mod lookups;
+pub(crate) mod mutable;
 mod native;
 pub mod pydump;
 mod pymethods;
@@ -236,6 +237,9 @@ fn python_methods(
     if let Some(v) = pymethods::call(value, method, args)? {
         return Ok(v);
     }
+    if let Some(v) = mutable::on_immutable(state, value, method, args)? {
+        return Ok(v);
+    }
     if method == "format" {
         if let Some(f) = value.as_str() {
             limits::str_format("format", f, args)?;
@@ -276,6 +280,8 @@ impl Templar {
         env.set_unknown_method_callback(python_methods);
         env.add_global("omit", OMIT);
         env.add_function(chain::CHAIN_FN, chain::chain);
+        env.add_function("__kk_mut", mutable::kk_mut);
+        env.add_function("__kk_arg", mutable::kk_arg);
         filters::register(&mut env);
         datetime::register(&mut env);
         Templar { env }
@@ -303,9 +309,12 @@ impl Templar {
             .env
             .compile_expression_owned(arith::rewrite_sub(&guarded, true).into_owned())
             .map_err(|e| convert_error(e, expr))?;
-        compiled
-            .eval(ctx)
-            .map_err(|e| explain_undefined(convert_error(e, expr), ctx))
+        let result = if mutable::rewrite::mutates(expr) {
+            compiled.eval(mutable::MutCtx::wrap(ctx))
+        } else {
+            compiled.eval(ctx)
+        };
+        result.map_err(|e| explain_undefined(convert_error(e, expr), ctx))
     }
 
     /// Renders a string. A string that is exactly one `{{ expr }}` keeps the
@@ -333,10 +342,19 @@ impl Templar {
         let escaped = escape_backslashes(s);
         let escaped = chain::guard_chains(&escaped, false);
         let escaped = arith::rewrite_sub(&escaped, false);
+        let mutates = mutable::rewrite::mutates(&escaped);
+        let escaped = if mutates {
+            mutable::rewrite::rewrite(&escaped).into_owned().into()
+        } else {
+            escaped
+        };
         let captured = self
             .env
             .template_from_str(&escaped)
-            .and_then(|t| t.render_captured(ctx))
+            .and_then(|t| match mutates {
+                true => t.render_captured(mutable::MutCtx::wrap(ctx)),
+                false => t.render_captured(ctx),
+            })
             .map_err(|e| explain_undefined(convert_error(e, &escaped), ctx))?;
         // One printed value and no other text keeps its type (Ansible 2.19's native concat).
         if let Some(v) = native::single_value(captured.state(), captured.output()) {
@@ -353,8 +371,10 @@ impl Templar {
     pub fn render_text(&self, s: &str, ctx: &minijinja::Value) -> Result<String> {
         depth::check(s, false)?;
         let guarded = chain::guard_chains(s, false);
+        let guarded = arith::rewrite_sub(&guarded, false);
+        let (guarded, render_ctx) = mutable::prepare(guarded, ctx, false);
         self.env
-            .render_str(&arith::rewrite_sub(&guarded, false), ctx)
+            .render_str(&guarded, &render_ctx)
             .map(|r| preserve_trailing_newlines(s, r))
             .map_err(|e| explain_undefined(convert_error(e, s), ctx))
     }
@@ -402,7 +422,8 @@ impl Templar {
         } else {
             env
         };
-        env.render_str(&guarded, ctx)
+        let (guarded, render_ctx) = mutable::prepare(guarded, ctx, includes::loads_others(s));
+        env.render_str(&guarded, &render_ctx)
             .map(|r| preserve_trailing_newlines(s, r))
             // The rewrite adds no line breaks: lines match the file, columns nearly.
             .map_err(|e| convert_file_error(e, path, &guarded))

@@ -5,16 +5,23 @@
 
 use minijinja::{State, Value};
 
-/// What one render printed through `{{ }}`: how many values, and the first.
+/// What one render printed through `{{ }}`: how many values other than None, the first
+/// of them, and whether a None was printed (None writes nothing, so `{{ l.append(1) }}{{ l }}`
+/// is the list, as in ansible-core).
 #[derive(Default)]
 struct Printed {
     count: usize,
     first: Option<Value>,
+    none: bool,
 }
 
 /// Called by the formatter for every printed value.
 pub(super) fn record(state: &mut State, value: &Value) {
     let p = state.get_or_insert_extension_with(Printed::default);
+    if value.is_none() {
+        p.none = true;
+        return;
+    }
     p.count += 1;
     if p.count == 1 {
         p.first = Some(value.clone());
@@ -25,6 +32,9 @@ pub(super) fn record(state: &mut State, value: &Value) {
 /// exactly that value's text (no other text around it), else None (the text stands).
 pub(super) fn single_value(state: &State, output: &str) -> Option<Value> {
     let p = state.get_extension::<Printed>()?;
+    if p.count == 0 && p.none && output.is_empty() {
+        return Some(Value::from(()));
+    }
     if p.count != 1 {
         return None;
     }

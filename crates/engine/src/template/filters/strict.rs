@@ -58,6 +58,9 @@ pub(crate) fn holds_undefined(v: &Value) -> bool {
     if let Some(map) = v.downcast_object_ref::<indexmap::IndexMap<Value, Value>>() {
         return map.values().any(deep);
     }
+    if let Some(items) = crate::template::mutable::children(v) {
+        return items.iter().any(deep);
+    }
     false
 }
 

@@ -59,6 +59,7 @@ pub(super) fn template(
     }
     let vars = state
         .lookup("vars")
+        .map(crate::template::mutable::MutCtx::unwrap)
         .filter(|v| v.kind() == ValueKind::Map)
         .unwrap_or_else(|| Value::from_iter(std::iter::empty::<(String, Value)>()));
     // template_vars win over every variable, also inside the variables' own templates (as in

@@ -109,6 +109,9 @@ fn write_password_file(path: &Path, content: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// Held while a password file is read or made.
+static FILE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 pub(super) fn password(
     state: &State,
     terms: &[Value],
@@ -202,6 +205,9 @@ pub(super) fn password(
             }
         };
         let devnull = path == Path::new("/dev/null");
+        // Hosts render at the same time: one of them makes the file, the others read it
+        // (Ansible's lock file serves the same end), so every host gets one password.
+        let _guard = FILE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let existing = if devnull || !path.exists() {
             None
         } else {
