@@ -281,7 +281,6 @@ impl Templar {
         env.add_global("omit", OMIT);
         env.add_function(chain::CHAIN_FN, chain::chain);
         env.add_function("__kk_mut", mutable::kk_mut);
-        env.add_function("__kk_arg", mutable::kk_arg);
         filters::register(&mut env);
         datetime::register(&mut env);
         Templar { env }

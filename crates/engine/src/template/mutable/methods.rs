@@ -48,10 +48,11 @@ fn arity(kind: &str, method: &str, args: &[Value], min: usize, max: usize) -> Re
     Ok(())
 }
 
-/// Jinja's sandbox, which ansible-core 2.19 applies: `__setitem__` and other names
-/// starting with `_` cannot be reached from a template.
+/// Jinja's sandbox: names starting with `_` cannot be reached from a template. Except
+/// `__setitem__`, which ansible-core 2.18 allowed and playbooks written for it call
+/// (kubespray's local-volume-provisioner-cm.yml.j2); 2.19 refuses it.
 fn unsafe_attr(method: &str, kind: &str) -> Option<Error> {
-    method.starts_with('_').then(|| {
+    (method.starts_with('_') && method != "__setitem__").then(|| {
         fail(format!(
             "access to attribute '{}' of '{}' object is unsafe",
             method, kind
@@ -95,6 +96,12 @@ pub(super) fn dict(this: &Arc<MutMap>, method: &str, args: &[Value]) -> Result<V
     }
     let (pos, kwargs) = split(args);
     match method {
+        "__setitem__" => {
+            arity("dict", method, pos, 2, 2)?;
+            let v = kk_arg(pos[1].clone());
+            this.map.lock().unwrap().insert(pos[0].clone(), v);
+            Ok(Value::from(()))
+        }
         "update" => {
             arity("dict", method, pos, 0, 1)?;
             let mut new = match pos.first() {
@@ -172,6 +179,14 @@ pub(super) fn list(this: &Arc<MutList>, method: &str, args: &[Value]) -> Result<
     let (pos, kwargs) = split(args);
     let none = Value::from(());
     match method {
+        "__setitem__" => {
+            arity("list", method, pos, 2, 2)?;
+            let mut items = this.items.lock().unwrap();
+            let at = index(&pos[0], items.len(), false)?
+                .ok_or_else(|| fail("list assignment index out of range (IndexError)".into()))?;
+            items[at] = kk_arg(pos[1].clone());
+            Ok(none)
+        }
         "append" => {
             arity("list", method, pos, 1, 1)?;
             this.items.lock().unwrap().push(kk_arg(pos[0].clone()));

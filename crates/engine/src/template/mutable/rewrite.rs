@@ -1,6 +1,5 @@
 //! The source rewrite for templates that change containers in place (see [`super`]):
-//! `{% set x = E %}` binds `__kk_mut(E)`, `{% for x in E %}` iterates `__kk_mut(E)`,
-//! and a macro starts by replacing each argument with `__kk_arg(arg)`.
+//! `{% set x = E %}` binds `__kk_mut(E)` and `{% for x in E %}` iterates `__kk_mut(E)`.
 
 use std::borrow::Cow;
 
@@ -77,7 +76,6 @@ fn rewrite_tag(expr: &str) -> Option<String> {
     match &expr[s..e] {
         "set" => rewrite_set(expr, e),
         "for" => rewrite_for(expr, &words),
-        "macro" => rewrite_macro(expr, e),
         _ => None,
     }
 }
@@ -115,58 +113,12 @@ fn rewrite_for(expr: &str, words: &[(usize, usize)]) -> Option<String> {
     ))
 }
 
-/// `macro m(a, b=1)` is followed by `{% set a = __kk_arg(a) %}` for each argument (the
-/// rewritten tag's own whitespace control ends the last one).
-fn rewrite_macro(expr: &str, after_kw: usize) -> Option<String> {
-    let open = after_kw + expr[after_kw..].find('(')?;
-    let close = open + expr[open..].rfind(')')?;
-    let bytes = expr.as_bytes();
-    let (mut names, mut depth, mut part_start, mut i) = (Vec::new(), 0i32, open + 1, open + 1);
-    while i <= close {
-        let c = bytes[i];
-        match c {
-            b'\'' | b'"' => {
-                i = skip_string(bytes, i, c);
-                continue;
-            }
-            b'(' | b'[' | b'{' => depth += 1,
-            b']' | b'}' => depth -= 1,
-            b')' if i < close => depth -= 1,
-            b',' | b')' if depth == 0 => {
-                let part = &expr[part_start..i];
-                let name = part.split('=').next().unwrap_or("").trim();
-                if is_ident(name) {
-                    names.push(name.to_string());
-                }
-                part_start = i + 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    if names.is_empty() {
-        return None;
-    }
-    let mut out = expr.to_string();
-    for (n, name) in names.iter().enumerate() {
-        out.push_str(" %}{% set ");
-        out.push_str(name);
-        out.push_str(" = __kk_arg(");
-        out.push_str(name);
-        out.push(')');
-        if n + 1 == names.len() {
-            out.push(' ');
-        }
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn rewrites_set_for_and_macro_tags() {
+    fn rewrites_set_and_for_tags() {
         assert_eq!(
             rewrite("{% set d = {'a': 1} %}{% set ns.x = [] %}{% set a, b = 1, 2 %}{% set t %}x{% endset %}"),
             "{% set d = __kk_mut({'a': 1}) %}{% set ns.x = __kk_mut([]) %}{% set a, b = 1, 2 %}{% set t %}x{% endset %}"
@@ -175,11 +127,11 @@ mod tests {
             rewrite("{% for k, v in d.items() if v is mapping -%}x{% endfor %}"),
             "{% for k, v in __kk_mut(d.items()) if v is mapping -%}x{% endfor %}"
         );
+        // Macro arguments are passed as they are (see `super`).
         assert_eq!(
-            rewrite("{%- macro inc(dct, key, inc=1, s=',') -%}"),
-            "{%- macro inc(dct, key, inc=1, s=',') %}{% set dct = __kk_arg(dct) %}{% set key = __kk_arg(key) %}{% set inc = __kk_arg(inc) %}{% set s = __kk_arg(s)  -%}"
+            rewrite("{%- macro inc(dct, key, inc=1) -%}"),
+            "{%- macro inc(dct, key, inc=1) -%}"
         );
-        assert_eq!(rewrite("{% macro m() %}"), "{% macro m() %}");
         assert!(mutates("{{ l.append(1) }}"));
         assert!(!mutates("{{ l | append }}"));
     }
