@@ -26,7 +26,7 @@ python="${PYTHON:-python3}"
 # ansible-core finds collections on sys.path by itself. Pinned so every machine gets the
 # same modules.
 ansible_pkg='ansible==12.3.0'
-collections='ansible/posix community/general'
+collections='ansible/posix community/general community/crypto'
 
 core_ready() {
   [ -x "$venv/bin/ansible-playbook" ] &&

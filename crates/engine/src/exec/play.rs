@@ -352,7 +352,12 @@ impl Runner {
             name: Some("Gathering Facts".into()),
             kind: TaskKind::Module {
                 module: crate::modules::FACTS_MODULE.into(),
-                args: VarMap::new(),
+                args: pc
+                    .play
+                    .gather_subset
+                    .iter()
+                    .map(|v| ("gather_subset".to_string(), v.clone()))
+                    .collect(),
             },
             attrs: Inherited::default(),
             own: Default::default(),

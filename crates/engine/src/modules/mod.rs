@@ -53,6 +53,7 @@ pub mod mount;
 pub mod net;
 mod oci_registry;
 pub mod package;
+pub mod package_facts;
 pub mod pause;
 pub mod ping;
 pub mod plan;
@@ -63,6 +64,7 @@ pub mod remote;
 pub mod replace;
 pub mod script;
 pub mod selinux;
+pub mod service_facts;
 pub mod set_fact;
 pub mod setup;
 pub mod slurp;
@@ -79,6 +81,7 @@ pub mod user;
 pub mod validate;
 pub mod wait_for;
 pub mod wait_for_connection;
+pub mod x509_info;
 
 pub use registry::{
     all_names, canonical_name, find, is_command_line, is_free_form, lookup, runs_once, FACTS_MODULE,

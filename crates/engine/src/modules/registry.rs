@@ -188,6 +188,15 @@ pub static REGISTRY: &[Entry] = &[
     module("wait_for", &wait_for::WaitFor),
     module("uri", &uri::Uri),
     module("ping", &ping::Ping),
+    module("service_facts", &super::service_facts::ServiceFacts),
+    module("package_facts", &super::package_facts::PackageFacts),
+    with_aliases(
+        module(
+            "x509_certificate_info",
+            &super::x509_info::X509CertificateInfo,
+        ),
+        &["community.crypto.x509_certificate_info"],
+    ),
     module("async_status", &async_status::AsyncStatus),
     module("tempfile", &tempfile::TempFile),
     module("known_hosts", &Planned(known_hosts::KnownHosts)),

@@ -100,6 +100,8 @@ pub struct Play {
     pub hosts: Value,
     /// `gather_facts` (default true).
     pub gather_facts: Option<Keyword<bool>>,
+    /// `gather_subset` (passed to the implicit `setup`; may be templated).
+    pub gather_subset: Option<Value>,
     /// `vars_files`, relative to the playbook dir, templated at run time.
     pub vars_files: Vec<(Value, Span)>,
     /// `pre_tasks`.

@@ -19,7 +19,8 @@ use crate::error::Result;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SetupArgs {
-    /// Accepted for compatibility; kk always gathers everything (it is one cheap command).
+    /// Which facts are reported (Ansible's subsets); kk gathers everything in its one
+    /// command and reports the facts of the chosen collectors.
     #[serde(default)]
     gather_subset: List,
     /// Seconds before the gathering command is killed.
@@ -47,7 +48,7 @@ impl Module for Setup {
 
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let a: SetupArgs = parse_args("setup", raw, VALID)?;
-        let _ = (&a.gather_subset, &a.fact_path);
+        let _ = &a.fact_path;
         let out = ctx
             .conn
             .exec(&ExecRequest {
@@ -72,7 +73,10 @@ impl Module for Setup {
             ))
             .with_output(&out));
         }
-        let mut gathered = facts::parse(&text);
+        let mut gathered = match facts::restrict(facts::parse(&text), &a.gather_subset.0) {
+            Ok(g) => g,
+            Err(e) => return Ok(ModuleResult::failed(e.message)),
+        };
         if !a.filter.0.is_empty() {
             gathered = apply_filter(gathered, &a.filter.0);
         }

@@ -304,6 +304,11 @@ impl Loader {
                 }),
             hosts: hosts_value,
             gather_facts: Keyword::from_node(node, "gather_facts")?,
+            // A list keyword: a string is one element, never split at commas (as Ansible).
+            gather_subset: node.get("gather_subset").map(|n| match n.to_value() {
+                Value::String(s) => Value::Array(vec![Value::String(s)]),
+                v => v,
+            }),
             vars_files,
             pre_tasks,
             roles,

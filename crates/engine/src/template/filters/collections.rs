@@ -286,6 +286,14 @@ pub(super) fn json_query(state: &State, value: &Value, query: String) -> Result<
     Ok(from_plain(&out))
 }
 
+/// `community.crypto.x509_certificate_info` (the filter): the fields of a PEM certificate,
+/// as the module of the same name returns them ([`crate::modules::x509_info`]).
+pub(super) fn x509_certificate_info(value: String) -> Result<Value, Error> {
+    let m = crate::modules::x509_info::certificate_info(value.as_bytes())
+        .map_err(|e| fail(format!("x509_certificate_info: {e}")))?;
+    Ok(from_plain(&J::Object(m)))
+}
+
 /// `community.general.dict`: Python's `dict()` of a list of key-value pairs (a later pair
 /// wins; each must have exactly two items, with Python's message otherwise).
 pub(super) fn pairs_dict(value: &Value) -> Result<Value, Error> {

@@ -90,6 +90,10 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("community.general.dict", collections::pairs_dict);
     env.add_filter("json_query", collections::json_query);
     env.add_filter("community.general.json_query", collections::json_query);
+    env.add_filter(
+        "community.crypto.x509_certificate_info",
+        collections::x509_certificate_info,
+    );
     filter!("union", union);
     filter!("intersect", intersect);
     filter!("difference", difference);

@@ -27,10 +27,12 @@ use crate::vars::VarMap;
 
 mod distribution;
 mod distro;
+mod env_time;
 mod hardware;
 mod kk_names;
 mod network;
 mod raw;
+mod subset;
 mod system;
 
 use distribution::distribution_facts;
@@ -48,7 +50,8 @@ use system::{
 ///
 /// It forks about ten short processes; everything else is shell built-ins or the one
 /// `grep -H ''` that dumps all small files (each output line is `path:line`).
-pub const SCRIPT: &str = r#"LC_ALL=C; export LC_ALL
+pub const SCRIPT: &str = r#"echo '==kk:env'; export -p
+LC_ALL=C; export LC_ALL
 PATH="$PATH:/sbin:/usr/sbin:/usr/local/sbin:/bin:/usr/bin"
 echo '==kk:uname'; uname -snrvm 2>/dev/null
 echo '==kk:cmds'
@@ -104,6 +107,9 @@ grep -H '' /proc/sys/kernel/version /proc/cmdline /usr/lib/os-release /etc/*[-_]
   /sys/block/*/queue/discard_max_hw_bytes /sys/block/*/holders/*/dm/name /sys/block/*/*/holders/*/dm/name \
   /sys/block/*/*/start /sys/block/*/*/size /sys/devices/virtual/dmi/id/*_* \
   2>/dev/null
+echo '==kk:date'
+f='+%Y %m %A %w %W %d %H %M %S %s %N %z %Z'
+printf 'now\n2000-01-01 12:00\n2000-07-01 12:00\n' | date -f - "$f" 2>/dev/null || date "$f" 2>/dev/null
 echo '==kk:end'
 "#;
 
@@ -154,6 +160,10 @@ pub fn parse(output: &str) -> VarMap {
         af.insert("proc_cmdline".into(), proc_cmdline);
     }
     af.insert("local".into(), json!({}));
+    af.insert("env".into(), env_time::env_facts(&raw));
+    if let Some(d) = env_time::date_time_facts(&raw) {
+        af.insert("date_time".into(), d);
+    }
     // kk runs no Python on the host: `ansible_python` keeps its documented shape, each
     // value null, so playbooks that read a key get null instead of an undefined error.
     af.insert(
@@ -188,6 +198,45 @@ pub fn parse(output: &str) -> VarMap {
         }
     }
     out
+}
+
+/// Keeps of `all` (what [`parse`] returned) the Ansible facts of the collectors that
+/// `gather_subset` selects, and reports the subset as asked; kk's own names stay.
+pub fn restrict(mut all: VarMap, gather_subset: &[String]) -> crate::error::Result<VarMap> {
+    let chosen = subset::collectors(gather_subset)?;
+    let asked: Value = if gather_subset.is_empty() {
+        json!(["all"])
+    } else {
+        json!(gather_subset)
+    };
+    let Some(Value::Object(af)) = all.remove("ansible_facts") else {
+        return Ok(all);
+    };
+    let interfaces: Vec<String> = af
+        .get("interfaces")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let keep = |k: &str| {
+        matches!(k, "gather_subset" | "module_setup")
+            || chosen.contains(subset::collector_of_fact(k, &interfaces))
+    };
+    let mut kept = Map::new();
+    for (k, v) in af {
+        if !keep(&k) {
+            all.remove(&format!("ansible_{k}"));
+            continue;
+        }
+        kept.insert(k, v);
+    }
+    kept.insert("gather_subset".into(), asked.clone());
+    all.insert("gather_subset".into(), asked);
+    all.insert("ansible_facts".into(), Value::Object(kept));
+    Ok(all)
 }
 
 /// A copy of a value with every mapping's keys sorted, as Ansible prints facts.
