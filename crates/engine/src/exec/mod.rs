@@ -103,6 +103,9 @@ struct HostState {
     /// The failure happened inside a block whose `rescue` will handle it: it does not
     /// count for `max_fail_percentage` (Ansible counts a failure once it is final).
     rescuing: bool,
+    /// Failed by another host's `run_once` failure, which Ansible marks failed twice: the
+    /// innermost block around it skips its rescue (and its always, unless it has a rescue).
+    failed_twice: bool,
     unreachable: bool,
     ended: bool,
     notified: IndexSet<String>,

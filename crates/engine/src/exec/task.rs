@@ -225,6 +225,7 @@ impl Runner {
                         }
                         s.failed = true;
                         s.rescuing = inner.rescuable;
+                        s.failed_twice = run_once;
                     });
                 }
             }
