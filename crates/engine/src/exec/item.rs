@@ -78,6 +78,15 @@ pub(super) fn item_error(e: Error) -> ItemResult {
     (status, r, Extras::default())
 }
 
+/// A module's error as its failed result when Ansible would have it from the module
+/// itself (arguments it rejects, a failure it reports), so that `failed_when`,
+/// `changed_when` and `until` judge it; `None` for the errors that fail the task before
+/// those apply (the connection, templates, files on the controller).
+pub(super) fn module_failure(e: &Error) -> Option<ModuleResult> {
+    matches!(e.kind, ErrorKind::ModuleArgs | ErrorKind::Runtime)
+        .then(|| ModuleResult::failed(e.result_message()))
+}
+
 /// What the items of a task on a host ask the run to do besides registering the result:
 /// where it ran, and the modules' typed effects, gathered by kind.
 #[derive(Default)]
@@ -543,9 +552,13 @@ impl Runner {
             let res: ModuleResult = match run {
                 Ok(r) => r,
                 Err(e) => {
-                    return err(e
+                    let e = e
                         .at(&t.span)
-                        .note(format!("in task `{}`", t.display_name())))
+                        .note(format!("in task `{}`", t.display_name()));
+                    match module_failure(&e) {
+                        Some(r) => r,
+                        None => return err(e),
+                    }
                 }
             };
             match self.finish_item(t, view, res, attempt, retries, &mut extras) {
