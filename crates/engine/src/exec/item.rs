@@ -431,6 +431,24 @@ impl Runner {
             Ok(b) => b.unwrap_or(self.opts.check),
             Err(e) => return err(e.at(&t.span)),
         };
+        // A module without check-mode support is skipped, as Ansible does; a remote
+        // module only once its arguments are valid (else it runs, to fail on them).
+        let refuses = match imp.check_mode() {
+            modules::CheckMode::RemoteRefuses => imp.validate(&args).is_ok(),
+            other => other != modules::CheckMode::Supported,
+        };
+        if let (true, true, Some(msg)) = (
+            check_mode,
+            refuses,
+            imp.check_mode()
+                .refusal(t.own.action.as_deref().unwrap_or(module)),
+        ) {
+            return Err((
+                Status::Skipped,
+                json!({"changed": false, "skipped": true, "msg": msg}),
+                extras,
+            ));
+        }
         let diff = match self.keyword(&inner.attrs.diff, &ctx) {
             Ok(b) => b.unwrap_or(self.opts.diff),
             Err(e) => return err(e.at(&t.span)),
