@@ -226,6 +226,9 @@ struct PlayCtx {
     /// earlier plays (they take no part but fill their place in the batch).
     batch_size: usize,
     abort: AtomicBool,
+    /// An error that stops the whole run (an included file that does not parse, as
+    /// Ansible's parser errors do); set together with `abort`.
+    fatal: Mutex<Option<crate::error::Error>>,
     /// Handlers of roles `include_role` loaded during the play (after the play's own).
     included_handlers: RwLock<Vec<crate::project::Task>>,
     /// The roles of the play for its role magic variables (grows with `include_role`).
