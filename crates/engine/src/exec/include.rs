@@ -102,12 +102,16 @@ impl Runner {
             for h in &hosts {
                 let view = self.view(&pc, &own, h, None, &hv);
                 let ctx = view.context();
+                // A failure to decide the include (its loop, condition or name) is the
+                // task's own, which ignore_errors ignores (a value that does not resolve
+                // means false here).
+                let ignored = self.flag(&own.attrs.ignore_errors, &ctx).unwrap_or(false);
                 let (items, looped): (Vec<Value>, bool) =
                     match super::loop_items::loop_items(&self.templar, &t, &ctx) {
                         None => (vec![Value::Null], false),
                         Some(Ok(items)) => (items, true),
                         Some(Err(e)) => {
-                            self.include_failed(&pc, &t, h, e);
+                            self.include_failed(&pc, &t, h, e, ignored);
                             continue;
                         }
                     };
@@ -124,7 +128,7 @@ impl Runner {
                 let (loop_var, index_var, extended, allitems) = match resolved {
                     Ok(r) => r,
                     Err(e) => {
-                        self.include_failed(&pc, &t, h, e.at(&t.span));
+                        self.include_failed(&pc, &t, h, e.at(&t.span), ignored);
                         continue;
                     }
                 };
@@ -161,7 +165,7 @@ impl Runner {
                                 break;
                             }
                             Err(e) => {
-                                self.include_failed(&pc, &t, h, e.at(&t.span));
+                                self.include_failed(&pc, &t, h, e.at(&t.span), ignored);
                                 ok = false;
                                 host_failed = true;
                             }
@@ -184,7 +188,7 @@ impl Runner {
                     let target = match target {
                         Ok(v) => value_text(&v),
                         Err(e) => {
-                            self.include_failed(&pc, &t, h, e.at(&t.span));
+                            self.include_failed(&pc, &t, h, e.at(&t.span), ignored);
                             host_failed = true;
                             continue;
                         }
@@ -193,7 +197,7 @@ impl Runner {
                     let froms = match self.role_froms(&t, &ictx) {
                         Ok(f) => f,
                         Err(e) => {
-                            self.include_failed(&pc, &t, h, e.at(&t.span));
+                            self.include_failed(&pc, &t, h, e.at(&t.span), ignored);
                             host_failed = true;
                             continue;
                         }
@@ -512,10 +516,17 @@ impl Runner {
         });
     }
 
-    fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error) {
+    /// A host on which the include failed before anything was included; `ignored`
+    /// under ignore_errors (counted ok and ignored, as Ansible counts it).
+    fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error, ignored: bool) {
         self.with_state(host, |s| {
-            s.counts.failed += 1;
-            s.failed = true;
+            if ignored {
+                s.counts.ok += 1;
+                s.counts.ignored += 1;
+            } else {
+                s.counts.failed += 1;
+                s.failed = true;
+            }
         });
         self.emit(Event::HostResult {
             play: pc.name.clone(),
@@ -524,7 +535,7 @@ impl Runner {
             delegated_to: None,
             status: Status::Failed,
             changed: false,
-            ignored: false,
+            ignored,
             result: json!({"failed": true, "msg": e.result_message()}),
             display: None,
         });
