@@ -453,6 +453,10 @@ impl Runner {
             Ok(b) => b.unwrap_or(self.opts.diff),
             Err(e) => return err(e.at(&t.span)),
         };
+        let no_log = match self.flag(&inner.attrs.no_log, &ctx) {
+            Ok(b) => b,
+            Err(e) => return err(e.at(&t.span)),
+        };
         // `timeout: 0` is no timeout, as in Ansible.
         let timeout = match self.keyword(&inner.attrs.timeout, &ctx) {
             Ok(s) => s.filter(|s| *s > 0).map(Duration::from_secs),
@@ -481,6 +485,7 @@ impl Runner {
             conn,
             check_mode,
             diff,
+            no_log,
             become_,
             env,
             timeout,

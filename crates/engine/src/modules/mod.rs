@@ -319,6 +319,9 @@ pub struct ModuleContext {
     pub check_mode: bool,
     /// `--diff`: report file differences.
     pub diff: bool,
+    /// `no_log`: the task's data is secret; a module run by ansible-core's Python is told
+    /// (`_ansible_no_log`), so it keeps it out of its own logs and warnings.
+    pub no_log: bool,
     /// Privilege escalation for this task.
     pub become_: Option<Become>,
     /// Task `environment`.
