@@ -81,10 +81,11 @@ pub(super) fn item_error(e: Error) -> ItemResult {
 /// A module's error as its failed result when Ansible would have it from the module
 /// itself (arguments it rejects, a failure it reports), so that `failed_when`,
 /// `changed_when` and `until` judge it; `None` for the errors that fail the task before
-/// those apply (the connection, templates, files on the controller).
+/// those apply (the connection, become, templates, files on the controller).
 pub(super) fn module_failure(e: &Error) -> Option<ModuleResult> {
-    matches!(e.kind, ErrorKind::ModuleArgs | ErrorKind::Runtime)
-        .then(|| ModuleResult::failed(e.result_message()))
+    (matches!(e.kind, ErrorKind::ModuleArgs | ErrorKind::Runtime)
+        && e.code != Some(crate::connect::BECOME_FAILED))
+    .then(|| ModuleResult::failed(e.result_message()))
 }
 
 /// What the items of a task on a host ask the run to do besides registering the result:
