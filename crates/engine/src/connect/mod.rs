@@ -644,6 +644,10 @@ impl Connection for NulGuard {
     }
 }
 
+/// The code of an error that says become (sudo, su) refused to run the command: the task
+/// fails on it whatever its `failed_when`, as in Ansible, where the connection raises it.
+pub const BECOME_FAILED: &str = "kk::become";
+
 /// Turns sudo's refusal into a clear error instead of a failed command (so a wrong or
 /// missing become password is reported as such, on any connection); with su, removes su's
 /// prompt from the output or says why su did not run the command ([`su::check`]).
@@ -689,6 +693,7 @@ pub fn check_sudo(out: ExecOutput, req: &ExecRequest, host: &str) -> Result<Exec
     };
     Err(
         crate::error::Error::new(crate::error::ErrorKind::Runtime, msg)
+            .with_code(BECOME_FAILED)
             .note(format!("sudo said: {}", err.trim()))
             .help(help),
     )

@@ -110,7 +110,9 @@ pub fn check(mut out: ExecOutput, b: &Become, host: &str) -> Result<ExecOutput> 
                 .to_string(),
         )
     };
-    let mut e = Error::new(ErrorKind::Runtime, msg).help(help);
+    let mut e = Error::new(ErrorKind::Runtime, msg)
+        .with_code(super::BECOME_FAILED)
+        .help(help);
     if !said.is_empty() {
         e = e.note(format!("su said: {}", said));
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::item::{item_error, Extras, ItemResult, Prepared};
+use super::item::{item_error, module_failure, Extras, ItemResult, Prepared};
 use super::task::HostOutcome;
 use super::{PlayCtx, Runner, Scope};
 use crate::error::{Error, ErrorKind};
@@ -290,7 +290,17 @@ impl Runner {
             let done = match &outs {
                 Err(e) => item_error(e.clone().at(&t.span).note(in_task())),
                 Ok(outs) => match &outs[k] {
-                    Err(e) => item_error(e.clone().at(&t.span).note(in_task())),
+                    Err(e) => {
+                        let e = e.clone().at(&t.span).note(in_task());
+                        match module_failure(&e) {
+                            Some(res) => self
+                                .finish_item(t, &v, res, 1, 1, &mut p.extras)
+                                .unwrap_or_else(|| {
+                                    item_error(Error::new(ErrorKind::Runtime, "retry in a batch"))
+                                }),
+                            None => item_error(e),
+                        }
+                    }
                     Ok(res) => self
                         .finish_item(t, &v, res.clone(), 1, 1, &mut p.extras)
                         .unwrap_or_else(|| {

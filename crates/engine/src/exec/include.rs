@@ -97,15 +97,21 @@ impl Runner {
                 path: format!("{}:{}", t.span.path().display(), t.span.line),
             });
             let mut groups: Vec<(String, Value, Vec<String>, Froms)> = Vec::new();
+            // Each host's result of the include, for a failure to load what it included.
+            let mut shown: Vec<(String, Value)> = Vec::new();
             for h in &hosts {
                 let view = self.view(&pc, &own, h, None, &hv);
                 let ctx = view.context();
+                // A failure to decide the include (its loop, condition or name) is the
+                // task's own, which ignore_errors ignores (a value that does not resolve
+                // means false here).
+                let ignored = self.flag(&own.attrs.ignore_errors, &ctx).unwrap_or(false);
                 let (items, looped): (Vec<Value>, bool) =
                     match super::loop_items::loop_items(&self.templar, &t, &ctx) {
                         None => (vec![Value::Null], false),
                         Some(Ok(items)) => (items, true),
                         Some(Err(e)) => {
-                            self.include_failed(&pc, &t, h, e);
+                            self.include_failed(&pc, &t, h, e, ignored);
                             continue;
                         }
                     };
@@ -122,7 +128,7 @@ impl Runner {
                 let (loop_var, index_var, extended, allitems) = match resolved {
                     Ok(r) => r,
                     Err(e) => {
-                        self.include_failed(&pc, &t, h, e.at(&t.span));
+                        self.include_failed(&pc, &t, h, e.at(&t.span), ignored);
                         continue;
                     }
                 };
@@ -159,7 +165,7 @@ impl Runner {
                                 break;
                             }
                             Err(e) => {
-                                self.include_failed(&pc, &t, h, e.at(&t.span));
+                                self.include_failed(&pc, &t, h, e.at(&t.span), ignored);
                                 ok = false;
                                 host_failed = true;
                             }
@@ -182,7 +188,7 @@ impl Runner {
                     let target = match target {
                         Ok(v) => value_text(&v),
                         Err(e) => {
-                            self.include_failed(&pc, &t, h, e.at(&t.span));
+                            self.include_failed(&pc, &t, h, e.at(&t.span), ignored);
                             host_failed = true;
                             continue;
                         }
@@ -191,7 +197,7 @@ impl Runner {
                     let froms = match self.role_froms(&t, &ictx) {
                         Ok(f) => f,
                         Err(e) => {
-                            self.include_failed(&pc, &t, h, e.at(&t.span));
+                            self.include_failed(&pc, &t, h, e.at(&t.span), ignored);
                             host_failed = true;
                             continue;
                         }
@@ -207,7 +213,8 @@ impl Runner {
                     }
                 }
                 if !host_failed {
-                    self.include_result(&pc, &t, h, looped, item_results);
+                    let r = self.include_result(&pc, &t, h, looped, item_results);
+                    shown.push((h.clone(), r));
                 }
             }
             // An include that repeats on every lap cannot stop its cycle; one with a
@@ -221,7 +228,10 @@ impl Runner {
                     }
                     _ => false,
                 };
+            // Ansible loads everything included before the hosts run any of it.
+            let mut loaded = Vec::new();
             for (target, item_vars, mut group_hosts, froms) in groups {
+                let included_by = group_hosts.clone();
                 let [tasks_from, vars_from, defaults_from, handlers_from] = &froms;
                 let mut s = child_scope.clone();
                 let mut done_key = None;
@@ -351,27 +361,43 @@ impl Runner {
                 if !imported.is_empty() {
                     pc.included_handlers.write().unwrap().extend(imported);
                 }
+                // A file that does not parse stops the run, as Ansible's parser errors do.
+                if let Err(e) = &tasks {
+                    if stops_run(e) {
+                        pc.fatal.lock().unwrap().get_or_insert(e.clone());
+                        pc.abort.store(true, std::sync::atomic::Ordering::SeqCst);
+                        return;
+                    }
+                }
                 let tasks = tasks.and_then(|ts| {
                     crate::modules::validate::check_tasks(&ts)?;
                     crate::project::check_notify(&ts, &pc.handlers())?;
                     Ok(ts)
                 });
-                match tasks {
-                    Ok(tasks) => {
-                        self.clone()
-                            .run_list(pc.clone(), tasks, group_hosts.clone(), s)
-                            .await;
-                        if let Some(key) = done_key {
-                            let ran = self.active(&pc, &group_hosts);
-                            let mut done = pc.roles_done.lock().unwrap();
-                            done.extend(ran.into_iter().map(|h| (h, key.clone())));
+                loaded.push((included_by, group_hosts, s, done_key, tasks));
+            }
+            // What could not be loaded fails the hosts that included it (even under
+            // ignore_errors), before anything included runs; what could counts as ok.
+            for (included_by, _, _, _, tasks) in &loaded {
+                for h in included_by {
+                    match tasks {
+                        Ok(_) => self.with_state(h, |s| s.counts.ok += 1),
+                        Err(e) => {
+                            let shown = shown.iter().find(|(n, _)| n == h).map(|(_, r)| r);
+                            self.load_failed(&pc, &t, h, e, shown);
                         }
                     }
-                    Err(e) => {
-                        for h in &group_hosts {
-                            self.include_failed(&pc, &t, h, e.clone());
-                        }
-                    }
+                }
+            }
+            for (_, group_hosts, s, done_key, tasks) in loaded {
+                let Ok(tasks) = tasks else { continue };
+                self.clone()
+                    .run_list(pc.clone(), tasks, group_hosts.clone(), s)
+                    .await;
+                if let Some(key) = done_key {
+                    let ran = self.active(&pc, &group_hosts);
+                    let mut done = pc.roles_done.lock().unwrap();
+                    done.extend(ran.into_iter().map(|h| (h, key.clone())));
                 }
             }
         })
@@ -421,16 +447,19 @@ impl Runner {
         pc.included_handlers.write().unwrap().extend(handlers);
     }
 
-    /// Reports what an include did on a host: included (ok) or skipped by its condition.
-    fn include_result(&self, pc: &PlayCtx, t: &Task, host: &str, looped: bool, items: Vec<Value>) {
+    /// Reports what an include did on a host: included (ok) or skipped by its condition;
+    /// returns the result. A skip is counted here; an inclusion once what it included has
+    /// loaded (once per item, as Ansible counts it).
+    fn include_result(
+        &self,
+        pc: &PlayCtx,
+        t: &Task,
+        host: &str,
+        looped: bool,
+        items: Vec<Value>,
+    ) -> Value {
         let skipped_item = |i: &Value| i.get("skipped") == Some(&Value::Bool(true));
         let all_skipped = items.iter().all(skipped_item);
-        // Ansible counts a looped include once per item it included.
-        let included = if looped {
-            items.iter().filter(|i| !skipped_item(i)).count() as u32
-        } else {
-            1
-        };
         let (status, result) = if looped {
             let mut r = json!({"changed": false, "skipped": all_skipped && !items.is_empty(), "results": items});
             if r["results"].as_array().is_some_and(|a| a.is_empty()) {
@@ -459,13 +488,9 @@ impl Runner {
         } else {
             (Status::Ok, json!({"changed": false}))
         };
-        self.with_state(host, |s| {
-            if status == Status::Skipped {
-                s.counts.skipped += 1;
-            } else {
-                s.counts.ok += included;
-            }
-        });
+        if status == Status::Skipped {
+            self.with_state(host, |s| s.counts.skipped += 1);
+        }
         self.emit(Event::HostResult {
             play: pc.name.clone(),
             task: t.display_name(),
@@ -474,16 +499,25 @@ impl Runner {
             status,
             changed: false,
             ignored: false,
-            result,
+            result: result.clone(),
             display: None,
         });
+        result
     }
 
-    fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error) {
+    /// A host whose included file or role could not be loaded: it fails (ignore_errors
+    /// does not apply), with the include's result marked failed and the `reason`, as
+    /// Ansible reports it; the output shows the error.
+    fn load_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: &Error, shown: Option<&Value>) {
         self.with_state(host, |s| {
             s.counts.failed += 1;
             s.failed = true;
         });
+        let mut result = shown.cloned().unwrap_or_else(|| json!({"changed": false}));
+        result["failed"] = Value::Bool(true);
+        result["reason"] = Value::from(e.result_message());
+        let mut display = result.clone();
+        display["msg"] = Value::from(e.result_message());
         self.emit(Event::HostResult {
             play: pc.name.clone(),
             task: t.display_name(),
@@ -492,8 +526,52 @@ impl Runner {
             status: Status::Failed,
             changed: false,
             ignored: false,
+            result,
+            display: Some(display),
+        });
+    }
+
+    /// A host on which the include failed before anything was included; `ignored`
+    /// under ignore_errors (counted ok and ignored, as Ansible counts it).
+    fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error, ignored: bool) {
+        self.with_state(host, |s| {
+            if ignored {
+                s.counts.ok += 1;
+                s.counts.ignored += 1;
+            } else {
+                s.counts.failed += 1;
+                s.failed = true;
+            }
+        });
+        self.emit(Event::HostResult {
+            play: pc.name.clone(),
+            task: t.display_name(),
+            host: host.to_string(),
+            delegated_to: None,
+            status: Status::Failed,
+            changed: false,
+            ignored,
             result: json!({"failed": true, "msg": e.result_message()}),
             display: None,
         });
     }
+}
+
+/// Whether an include's load error stops the run (a file that does not parse, a task in
+/// it that is not valid) rather than failing the hosts: Ansible fails them only for a
+/// missing task file, a file that is not a list of tasks and a role it cannot find (kk
+/// also for an include cycle and too deep a nesting).
+fn stops_run(e: &Error) -> bool {
+    matches!(
+        e.kind,
+        ErrorKind::Yaml | ErrorKind::Syntax | ErrorKind::Input
+    ) && !matches!(
+        e.code,
+        Some(
+            "kk::include::not_a_list"
+                | "kk::role::not_found"
+                | "kk::include::cycle"
+                | "kk::nesting"
+        )
+    )
 }

@@ -78,6 +78,16 @@ pub(super) fn item_error(e: Error) -> ItemResult {
     (status, r, Extras::default())
 }
 
+/// A module's error as its failed result when Ansible would have it from the module
+/// itself (arguments it rejects, a failure it reports), so that `failed_when`,
+/// `changed_when` and `until` judge it; `None` for the errors that fail the task before
+/// those apply (the connection, become, templates, files on the controller).
+pub(super) fn module_failure(e: &Error) -> Option<ModuleResult> {
+    (matches!(e.kind, ErrorKind::ModuleArgs | ErrorKind::Runtime)
+        && e.code != Some(crate::connect::BECOME_FAILED))
+    .then(|| ModuleResult::failed(e.result_message()))
+}
+
 /// What the items of a task on a host ask the run to do besides registering the result:
 /// where it ran, and the modules' typed effects, gathered by kind.
 #[derive(Default)]
@@ -422,8 +432,30 @@ impl Runner {
             Ok(b) => b.unwrap_or(self.opts.check),
             Err(e) => return err(e.at(&t.span)),
         };
+        // A module without check-mode support is skipped, as Ansible does; a remote
+        // module only once its arguments are valid (else it runs, to fail on them).
+        let refuses = match imp.check_mode() {
+            modules::CheckMode::RemoteRefuses => imp.validate(&args).is_ok(),
+            other => other != modules::CheckMode::Supported,
+        };
+        if let (true, true, Some(msg)) = (
+            check_mode,
+            refuses,
+            imp.check_mode()
+                .refusal(t.own.action.as_deref().unwrap_or(module)),
+        ) {
+            return Err((
+                Status::Skipped,
+                json!({"changed": false, "skipped": true, "msg": msg}),
+                extras,
+            ));
+        }
         let diff = match self.keyword(&inner.attrs.diff, &ctx) {
             Ok(b) => b.unwrap_or(self.opts.diff),
+            Err(e) => return err(e.at(&t.span)),
+        };
+        let no_log = match self.flag(&inner.attrs.no_log, &ctx) {
+            Ok(b) => b,
             Err(e) => return err(e.at(&t.span)),
         };
         // `timeout: 0` is no timeout, as in Ansible.
@@ -454,6 +486,7 @@ impl Runner {
             conn,
             check_mode,
             diff,
+            no_log,
             become_,
             env,
             timeout,
@@ -543,9 +576,13 @@ impl Runner {
             let res: ModuleResult = match run {
                 Ok(r) => r,
                 Err(e) => {
-                    return err(e
+                    let e = e
                         .at(&t.span)
-                        .note(format!("in task `{}`", t.display_name())))
+                        .note(format!("in task `{}`", t.display_name()));
+                    match module_failure(&e) {
+                        Some(r) => r,
+                        None => return err(e),
+                    }
                 }
             };
             match self.finish_item(t, view, res, attempt, retries, &mut extras) {

@@ -103,6 +103,9 @@ struct HostState {
     /// The failure happened inside a block whose `rescue` will handle it: it does not
     /// count for `max_fail_percentage` (Ansible counts a failure once it is final).
     rescuing: bool,
+    /// Failed by another host's `run_once` failure, which Ansible marks failed twice: the
+    /// innermost block around it skips its rescue (and its always, unless it has a rescue).
+    failed_twice: bool,
     unreachable: bool,
     ended: bool,
     notified: IndexSet<String>,
@@ -228,6 +231,9 @@ struct PlayCtx {
     /// earlier plays (they take no part but fill their place in the batch).
     batch_size: usize,
     abort: AtomicBool,
+    /// An error that stops the whole run (an included file that does not parse, as
+    /// Ansible's parser errors do); set together with `abort`.
+    fatal: Mutex<Option<crate::error::Error>>,
     /// Handlers of roles `include_role` loaded during the play (after the play's own).
     included_handlers: RwLock<Vec<crate::project::Task>>,
     /// The roles of the play for its role magic variables (grows with `include_role`).

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -269,6 +269,7 @@ impl Runner {
             batch: batch.to_vec(),
             batch_size,
             abort: AtomicBool::new(false),
+            fatal: Mutex::new(None),
             included_handlers: RwLock::new(Vec::new()),
             role_names: RwLock::new(role_names),
             public_roles: RwLock::new(Vec::new()),
@@ -336,7 +337,13 @@ impl Runner {
                         .run_list(pc.clone(), tasks, hosts, scope.clone())
                         .await;
                 }
+                if let Some(e) = pc.fatal.lock().unwrap().take() {
+                    return Err(e);
+                }
                 self.clone().flush_handlers(pc.clone(), scope.clone()).await;
+                if let Some(e) = pc.fatal.lock().unwrap().take() {
+                    return Err(e);
+                }
                 if pc.abort.load(Ordering::SeqCst) {
                     break;
                 }

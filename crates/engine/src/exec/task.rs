@@ -225,6 +225,7 @@ impl Runner {
                         }
                         s.failed = true;
                         s.rescuing = inner.rescuable;
+                        s.failed_twice = run_once;
                     });
                 }
             }
@@ -395,7 +396,7 @@ impl Runner {
             result = gathered_result();
         }
         if o.no_log {
-            result = json!({"censored": CENSORED, "changed": changed});
+            result = censored(&result, changed);
         }
         // `-vvv` shows the module's arguments (not registered, and never under no_log).
         if let (Some(inv), Some(obj), false, Status::Ok | Status::Changed | Status::Failed) = (
@@ -494,6 +495,39 @@ impl Runner {
             }
         });
     }
+}
+
+/// A `no_log` result as Ansible shows it: the keys it keeps (whether it changed, how
+/// many attempts, warnings), and for a loop each item censored the same way, so the
+/// output still shows a loop ran.
+fn censored(result: &Value, changed: bool) -> Value {
+    const KEPT: [&str; 5] = [
+        "attempts",
+        "retries",
+        "exception",
+        "warnings",
+        "deprecations",
+    ];
+    let keep = |r: &Value| {
+        let mut m = serde_json::Map::new();
+        for k in KEPT {
+            if let Some(v) = r.get(k) {
+                m.insert(k.to_string(), v.clone());
+            }
+        }
+        if let Some(c) = r.get("changed") {
+            m.insert("changed".into(), c.clone());
+        }
+        m.insert("censored".into(), Value::from(CENSORED));
+        m
+    };
+    let mut out = keep(result);
+    out.insert("changed".into(), Value::Bool(changed));
+    if let Some(Value::Array(items)) = result.get("results") {
+        let items = items.iter().map(|i| Value::Object(keep(i))).collect();
+        out.insert("results".into(), Value::Array(items));
+    }
+    Value::Object(out)
 }
 
 /// What the implicit Gathering Facts task shows for a host, in place of its facts.

@@ -157,6 +157,18 @@ impl Runner {
                 })
                 .cloned()
                 .collect();
+            // Hosts failed by another host's run_once failure skip this block's rescue,
+            // and its always too when it has no rescue (Ansible fails them twice).
+            let twice: Vec<String> = failed
+                .iter()
+                .filter(|h| self.state(h).failed_twice)
+                .cloned()
+                .collect();
+            for h in &twice {
+                self.with_state(h, |s| s.failed_twice = false);
+            }
+            let failed: Vec<String> = failed.into_iter().filter(|h| !twice.contains(h)).collect();
+            let has_rescue = !rescue.is_empty();
             if !rescue.is_empty() && !failed.is_empty() && !pc.abort.load(Ordering::SeqCst) {
                 for h in &failed {
                     self.with_state(h, |s| {
@@ -184,7 +196,7 @@ impl Runner {
                     .iter()
                     .filter(|h| {
                         let s = self.state(h);
-                        !s.unreachable && !s.ended
+                        !s.unreachable && !s.ended && (has_rescue || !twice.contains(h))
                     })
                     .cloned()
                     .collect();
@@ -261,6 +273,7 @@ impl Runner {
                     self.with_state(h, |s| {
                         s.failed = false;
                         s.rescuing = false;
+                        s.failed_twice = false;
                     });
                 }
             }

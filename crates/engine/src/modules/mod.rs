@@ -326,6 +326,9 @@ pub struct ModuleContext {
     pub check_mode: bool,
     /// `--diff`: report file differences.
     pub diff: bool,
+    /// `no_log`: the task's data is secret; a module run by ansible-core's Python is told
+    /// (`_ansible_no_log`), so it keeps it out of its own logs and warnings.
+    pub no_log: bool,
     /// Privilege escalation for this task.
     pub become_: Option<Become>,
     /// Task `environment`.
@@ -447,6 +450,35 @@ impl ModuleContext {
     }
 }
 
+/// Whether a module runs under `--check`; one that does not is skipped by the executor
+/// with the message Ansible gives (unless the task sets `check_mode: false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckMode {
+    /// It runs, reporting what it would do (or skipping itself, as `raw` does).
+    Supported,
+    /// Ansible's action plugin refuses it before anything runs (`uri`).
+    ActionRefuses,
+    /// Ansible's remote module refuses it once its arguments are valid (`wait_for`).
+    RemoteRefuses,
+}
+
+impl CheckMode {
+    /// Ansible's skip message for a module refusing check mode, named as the task writes it.
+    pub fn refusal(self, name: &str) -> Option<String> {
+        match self {
+            CheckMode::Supported => None,
+            CheckMode::ActionRefuses => Some(format!(
+                "This action ({}) does not support check mode.",
+                name
+            )),
+            CheckMode::RemoteRefuses => Some(format!(
+                "remote module ({}) does not support check mode",
+                name
+            )),
+        }
+    }
+}
+
 /// A module: typed arguments in, honest result out. Besides `run`, a module may offer
 /// capabilities the executor uses without knowing the module: arguments it templates
 /// itself, an answer on the controller, and running loop items in batches.
@@ -454,6 +486,11 @@ impl ModuleContext {
 pub trait Module: Send + Sync {
     /// Runs on one host with templated arguments (`_raw_params` holds free-form text).
     async fn run(&self, ctx: &ModuleContext, args: VarMap) -> Result<ModuleResult>;
+
+    /// Whether it runs under `--check` (as its Ansible counterpart declares).
+    fn check_mode(&self) -> CheckMode {
+        CheckMode::Supported
+    }
 
     /// Checks arguments when the playbook loads, so a mistake in a literal argument is a
     /// load error with its place (exit 4) instead of a failure halfway through a run.

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::args::Text;
 use super::remote::{add_stat_keys, parse_stats, qpath, stat_var_script};
-use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, CheckMode, Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::Result;
 
@@ -69,6 +69,10 @@ pub struct TempFile;
 
 #[async_trait]
 impl Module for TempFile {
+    fn check_mode(&self) -> CheckMode {
+        CheckMode::RemoteRefuses
+    }
+
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let c = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
         // A failure when the task runs, as in Ansible (not a load error).
@@ -79,13 +83,6 @@ impl Module for TempFile {
                     v.replace('\\', "\\\\").replace('\'', "\\'")
                 )));
             }
-        }
-        if ctx.check_mode {
-            return Ok(ModuleResult {
-                skipped: true,
-                msg: Some("remote module (tempfile) does not support check mode".into()),
-                ..Default::default()
-            });
         }
         let out = ctx.exec(script(&c), None).await?;
         if out.rc != 0 {

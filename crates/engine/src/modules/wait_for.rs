@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::args::{Int, Text};
 use super::remote::{self, qpath};
-use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
+use super::{parse_args, CheckMode, Module, ModuleContext, ModuleResult, VarMap};
 use crate::connect::shell_quote;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -190,17 +190,16 @@ if echo x | grep -P -q x 2>/dev/null; then G=-P; else G=-E; fi
 
 #[async_trait]
 impl Module for WaitFor {
+    fn check_mode(&self) -> CheckMode {
+        CheckMode::RemoteRefuses
+    }
+
     fn validate(&self, args: &VarMap) -> Result<()> {
         check(args.clone()).map(|_| ())
     }
 
     async fn run(&self, ctx: &ModuleContext, raw: VarMap) -> Result<ModuleResult> {
         let (a, present) = check(raw).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
-        if ctx.check_mode {
-            let mut r = ModuleResult::ok().msg("skipped in check mode: wait_for only reads");
-            r.skipped = true;
-            return Ok(r);
-        }
         let (cond, what) = condition(&a, present).map_err(|e| e.at_opt(ctx.span.as_ref()))?;
         let timeout = int(a.timeout, 300).max(0);
         let delay = int(a.delay, 0).max(0);

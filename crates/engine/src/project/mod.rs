@@ -282,6 +282,9 @@ impl Clone for TaskKind {
 /// Keywords that belong to tasks only (not inherited).
 #[derive(Debug, Clone, Default)]
 pub struct TaskOwn {
+    /// The module's name as the task writes it (`ansible.builtin.uri`), when that is not
+    /// the canonical one: Ansible's messages name it so.
+    pub action: Option<String>,
     /// `name` was written `!unsafe`: shown as written, never rendered (as Ansible).
     pub raw_name: bool,
     /// `loop`, or the terms of `with_<lookup>`.

@@ -1,7 +1,9 @@
 //! `command`/`shell` loop items several to a round trip: one script runs each item as it
 //! would run alone, and its output is split back into one result per item.
 
-use super::{chrono_now, finish, parse_args, prepare, run, CommandArgs, Flavour, VALID};
+use super::{
+    chrono_now, exec_failure, finish, parse_args, prepare, run, CommandArgs, Flavour, VALID,
+};
 use crate::ansible::shell_quote;
 use crate::connect::ExecOutput;
 use crate::error::{Error, ErrorKind, Result};
@@ -152,7 +154,7 @@ pub(super) async fn run_batch(
         return Ok(out);
     }
     let mut results: Vec<Option<Result<ModuleResult>>> = Vec::new();
-    // (index in results, result skeleton, strip_empty_ends)
+    // (index in results, result skeleton, strip_empty_ends, run by `exec`)
     let mut pending = Vec::new();
     let mut scripts = Vec::new();
     let mut raws = Vec::new();
@@ -175,10 +177,11 @@ pub(super) async fn run_batch(
                 if let Some(dir) = &a.chdir {
                     single.push_str(&format!("cd {} || exit 1\n", shell_quote(dir)));
                 }
-                if flavour != Flavour::Command || body.contains('\n') {
-                    single.push_str(&body);
-                } else {
+                let direct = flavour == Flavour::Command && !body.contains('\n');
+                if direct {
                     single.push_str(&format!("exec {}", body));
+                } else {
+                    single.push_str(&body);
                 }
                 let own_shell =
                     a.chdir.is_some() || (flavour == Flavour::Shell && a.executable.is_none());
@@ -188,7 +191,7 @@ pub(super) async fn run_batch(
                 } else {
                     single
                 };
-                pending.push((results.len(), res, a.strip_empty_ends.0));
+                pending.push((results.len(), res, a.strip_empty_ends.0, direct));
                 scripts.push(script);
                 raws.push(raw);
                 results.push(None);
@@ -203,19 +206,22 @@ pub(super) async fn run_batch(
         let delta = t0.elapsed();
         let end = chrono_now();
         if String::from_utf8_lossy(&out.stdout).trim_end() == NO_BATCH {
-            for ((i, _, _), raw) in pending.into_iter().zip(raws) {
+            for ((i, _, _, _), raw) in pending.into_iter().zip(raws) {
                 results[i] = Some(run(flavour, ctx, raw).await);
             }
         } else {
             match parse_batch(&out.stdout, scripts.len()) {
                 Ok(outs) => {
-                    for ((i, mut res, strip), o) in pending.into_iter().zip(outs) {
+                    for ((i, mut res, strip, direct), o) in pending.into_iter().zip(outs) {
                         finish(&mut res, &o, &start, &end, delta, strip);
+                        if direct {
+                            exec_failure(&mut res, &o);
+                        }
                         results[i] = Some(Ok(res));
                     }
                 }
                 Err(why) => {
-                    for (i, _, _) in pending {
+                    for (i, _, _, _) in pending {
                         results[i] = Some(Err(Error::new(
                             ErrorKind::Runtime,
                             format!(

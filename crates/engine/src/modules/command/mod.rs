@@ -363,10 +363,11 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
         put_output(&mut res, String::new(), String::new());
         return Ok(res);
     }
-    if stdin.is_some() || flavour != Flavour::Command || body.contains('\n') {
-        script.push_str(&body);
-    } else {
+    let direct = stdin.is_none() && flavour == Flavour::Command && !body.contains('\n');
+    if direct {
         script.push_str(&format!("exec {}", body));
+    } else {
+        script.push_str(&body);
     }
     script.push('\n');
     let start = chrono_now();
@@ -378,7 +379,47 @@ async fn run(flavour: Flavour, ctx: &ModuleContext, raw: VarMap) -> Result<Modul
         return Ok(res);
     }
     finish(&mut res, &out, &start, &end, delta, a.strip_empty_ends.0);
+    if direct {
+        exec_failure(&mut res, &out);
+    }
     Ok(res)
+}
+
+/// `command` runs its argv with the shell's `exec`; when that could not start the program
+/// (missing, not executable, a directory: the shell's one-line complaint naming it, rc
+/// 127 or 126, no output), the result becomes the one Ansible's Python gives for the same
+/// failed execve: rc the errno (2 or 13), "Error executing command.", no output, not
+/// changed, `cmd` as one line.
+fn exec_failure(res: &mut ModuleResult, out: &ExecOutput) {
+    let Some(words) = res.data.get("cmd").and_then(|c| c.as_array()).cloned() else {
+        return;
+    };
+    let Some(prog) = words.first().and_then(|w| w.as_str()) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr.trim_end();
+    if !out.stdout.is_empty() || line.contains('\n') {
+        return;
+    }
+    let said = |what: &str| line.ends_with(&format!("{}: {}", prog, what));
+    let errno = match out.rc {
+        127 if said("not found") || said("No such file or directory") => 2,
+        126 if said("Permission denied") || said("Is a directory") => 13,
+        _ => return,
+    };
+    let cmd: Vec<String> = words
+        .iter()
+        .map(|w| shell_quote(w.as_str().unwrap_or_default()))
+        .collect();
+    res.changed = false;
+    res.msg = Some("Error executing command.".into());
+    res.data.insert("cmd".into(), cmd.join(" ").into());
+    res.data.insert("rc".into(), errno.into());
+    for k in ["start", "end", "delta"] {
+        res.data.remove(k);
+    }
+    put_output(res, String::new(), String::new());
 }
 
 /// Fills a result from a finished run: output, rc and timing (shared by the single and
@@ -660,5 +701,29 @@ mod tests {
             json!(["a", "b", "c", "", "d"])
         );
         assert_eq!(super::super::py_splitlines(""), json!([]));
+    }
+
+    #[tokio::test]
+    async fn a_program_that_cannot_start_reads_as_in_ansible() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path(), json!({}));
+        let missing = json!({"_raw_params": "kk_no_such_program_x --flag"});
+        let r = cmd(&c, Flavour::Command, missing).await;
+        assert!(r.failed && !r.changed);
+        assert_eq!(r.msg.as_deref(), Some("Error executing command."));
+        assert_eq!(r.data["rc"], json!(2));
+        assert_eq!(r.data["stderr"], json!(""));
+        assert_eq!(r.data["cmd"], json!("kk_no_such_program_x --flag"));
+        let d = dir.path().display().to_string();
+        let r = cmd(&c, Flavour::Command, json!({"argv": [d]})).await;
+        assert_eq!((r.data["rc"].clone(), r.changed), (json!(13), false));
+        // A program that says the same itself, or a shell, keeps its own result.
+        let r = cmd(
+            &c,
+            Flavour::Shell,
+            json!({"_raw_params": "kk_no_such_program_x"}),
+        )
+        .await;
+        assert_eq!((r.data["rc"].clone(), r.changed), (json!(127), true));
     }
 }

@@ -148,6 +148,7 @@ impl Module for PythonModule {
             &self.found.import_name,
             ctx.check_mode,
             ctx.diff,
+            ctx.no_log,
             &self.core.version,
         );
         input.extend_from_slice(&files);

@@ -177,11 +177,12 @@ pub fn args_line(
     import_name: &str,
     check_mode: bool,
     diff: bool,
+    no_log: bool,
     version: &str,
 ) -> Vec<u8> {
     args.insert("_ansible_check_mode".into(), check_mode.into());
     args.insert("_ansible_diff".into(), diff.into());
-    args.insert("_ansible_no_log".into(), false.into());
+    args.insert("_ansible_no_log".into(), no_log.into());
     args.insert("_ansible_module_name".into(), module_name.into());
     args.insert("_ansible_version".into(), version.into());
     args.insert("_ansible_verbosity".into(), 0.into());
@@ -236,12 +237,14 @@ mod tests {
             "ansible_collections.c.g.plugins.modules.ini_file",
             true,
             false,
+            true,
             "2.19.0",
         );
         assert_eq!(line.last(), Some(&b'\n'));
         let v: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(v["ANSIBLE_MODULE_ARGS"]["path"], "/x");
         assert_eq!(v["ANSIBLE_MODULE_ARGS"]["_ansible_check_mode"], true);
+        assert_eq!(v["ANSIBLE_MODULE_ARGS"]["_ansible_no_log"], true);
         assert_eq!(
             v["_kk_import_name"],
             "ansible_collections.c.g.plugins.modules.ini_file"

@@ -103,6 +103,7 @@ pub(crate) mod testutil {
             conn: Arc::new(LocalConnection::new()),
             check_mode: false,
             diff: false,
+            no_log: false,
             become_: None,
             env: Vec::new(),
             timeout: None,

@@ -206,6 +206,7 @@ mod tests {
             conn: Arc::new(LocalConnection::new()),
             check_mode: false,
             diff: false,
+            no_log: false,
             become_: None,
             env: vec![],
             timeout: None,

@@ -355,6 +355,11 @@ impl Loader {
             return Err(cycle_error(stack, path, span));
         }
         let root = yaml::load_file(path).map_err(|e| e.at_opt(span))?;
+        if !matches!(root.value, Yaml::Null | Yaml::Seq(_)) {
+            return Err(root
+                .expected("a list of tasks")
+                .with_code("kk::include::not_a_list"));
+        }
         let mut stack = stack.to_vec();
         stack.push(key);
         let ctx = FileCtx {

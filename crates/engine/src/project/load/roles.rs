@@ -92,14 +92,16 @@ impl Loader {
         vars_from: &str,
     ) -> Result<RoleScope> {
         let path = self.find_role(name, from_dir).map_err(|cands| {
-            Error::syntax(format!("role `{}` not found", name), span).note(format!(
-                "searched: {}",
-                cands
-                    .iter()
-                    .map(|c| c.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+            Error::syntax(format!("role `{}` not found", name), span)
+                .with_code("kk::role::not_found")
+                .note(format!(
+                    "searched: {}",
+                    cands
+                        .iter()
+                        .map(|c| c.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
         })?;
         let role = Role {
             name: name.to_string(),

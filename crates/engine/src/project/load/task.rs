@@ -134,6 +134,7 @@ impl Loader {
                 .help("add a module such as `command:` or `debug:`; keywords alone do nothing"));
         };
         let mut module = modules::canonical_name(key).to_string();
+        let mut written = key.to_string();
         let mut args_node = args_node.clone();
         // `command: !unsafe echo {{ x }}`: the words are read as usual and every value
         // stays raw text (Ansible never templates them).
@@ -166,6 +167,7 @@ impl Loader {
                         .split_once(char::is_whitespace)
                         .unwrap_or((s.trim(), ""));
                     module = modules::canonical_name(m).to_string();
+                    written = m.to_string();
                     args_node = Node {
                         value: Yaml::Str(rest.to_string()),
                         span: args_node.span.clone(),
@@ -181,6 +183,7 @@ impl Loader {
                         return Err(templated_module(m, &args_node.span));
                     }
                     module = modules::canonical_name(m).to_string();
+                    written = m.to_string();
                     let rest: Vec<_> = entries
                         .iter()
                         .filter(|(k, _)| k != "module")
@@ -424,7 +427,10 @@ impl Loader {
                     &node.span,
                 ))
             }
-            _ => TaskKind::Module { module, args },
+            _ => {
+                own.action = (written != module).then_some(written);
+                TaskKind::Module { module, args }
+            }
         };
         Ok(task(kind, attrs, own))
     }
