@@ -75,6 +75,7 @@ pub mod user;
 pub mod validate;
 pub mod wait_for;
 pub mod wait_for_connection;
+pub mod yum_repository;
 
 pub use registry::{
     all_names, canonical_name, find, is_command_line, is_free_form, lookup, runs_once, FACTS_MODULE,

@@ -179,6 +179,10 @@ pub static REGISTRY: &[Entry] = &[
     module("cron", &Planned(super::cron::Cron)),
     module("git", &Planned(Scripted(super::git::Git))),
     module(
+        "yum_repository",
+        &Planned(super::yum_repository::YumRepository),
+    ),
+    module(
         "wait_for_connection",
         &wait_for_connection::WaitForConnection,
     ),

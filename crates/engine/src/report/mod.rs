@@ -296,10 +296,15 @@ pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
             };
             let mut out = String::new();
             if diff {
-                if let Some(Value::Array(diffs)) = result.get("diff") {
-                    for d in diffs {
-                        out.push_str(&render_diff(d));
+                match result.get("diff") {
+                    Some(Value::Array(diffs)) => {
+                        for d in diffs {
+                            out.push_str(&render_diff(d));
+                        }
                     }
+                    // A module's one diff as a dict (yum_repository).
+                    Some(d @ Value::Object(_)) => out.push_str(&render_diff(d)),
+                    _ => {}
                 }
             }
             let mut line = format!("{}: {}", word, who);
