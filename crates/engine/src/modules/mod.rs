@@ -19,6 +19,8 @@ use crate::template::Templar;
 
 pub mod accounts;
 pub mod apt;
+pub mod apt_key;
+pub mod apt_repository;
 pub mod args;
 pub mod argspec;
 pub mod assemble;
@@ -44,6 +46,7 @@ pub mod image;
 pub mod include_vars;
 pub mod inventory;
 pub mod invocation;
+pub mod iptables;
 pub mod known_hosts;
 pub mod lineinfile;
 pub mod modprobe;
