@@ -134,9 +134,9 @@ fn check(raw: VarMap) -> Result<std::result::Result<Checked, String>> {
     .map(|(n, _)| *n)
     .collect();
     if given.len() > 1 {
-        return Ok(Err(format!(
-            "parameters are mutually exclusive: data|file|keyserver|url"
-        )));
+        return Ok(Err(
+            "parameters are mutually exclusive: data|file|keyserver|url".into(),
+        ));
     }
     Ok(Ok(Checked {
         id: a.id.map(|t| t.0),

@@ -290,14 +290,17 @@ fn set(opts: &mut Vec<(String, String)>, key: &str, value: String) {
     }
 }
 
+/// Options with their values as lines, while a file is read.
+type Lines = Vec<(String, Vec<String>)>;
+
 impl Ini {
     /// `configparser`'s reading (strict, `#`/`;` comments, `=`/`:` delimiters, indented
     /// continuation lines); its exceptions become the message.
     fn parse(text: &str) -> std::result::Result<Ini, String> {
         let mut ini = Ini::default();
         // Values as line lists, joined at the end.
-        let mut defaults: Vec<(String, Vec<String>)> = Vec::new();
-        let mut sections: Vec<(String, Vec<(String, Vec<String>)>)> = Vec::new();
+        let mut defaults: Lines = Vec::new();
+        let mut sections: Vec<(String, Lines)> = Vec::new();
         // Where options go: None before any header, Some(None) the defaults.
         let mut cur: Option<Option<usize>> = None;
         let mut opt: Option<usize> = None;
