@@ -19,6 +19,8 @@ use crate::template::Templar;
 
 pub mod accounts;
 pub mod apt;
+pub mod apt_key;
+pub mod apt_repository;
 pub mod args;
 pub mod argspec;
 pub mod assemble;
@@ -46,6 +48,7 @@ pub mod include_vars;
 pub mod ini_file;
 pub mod inventory;
 pub mod invocation;
+pub mod iptables;
 pub mod known_hosts;
 pub mod lineinfile;
 pub mod modprobe;
@@ -82,6 +85,7 @@ pub mod validate;
 pub mod wait_for;
 pub mod wait_for_connection;
 pub mod x509_info;
+pub mod yum_repository;
 
 pub use registry::{
     all_names, canonical_name, find, is_command_line, is_free_form, lookup, runs_once, FACTS_MODULE,

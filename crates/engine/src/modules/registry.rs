@@ -113,6 +113,11 @@ pub static REGISTRY: &[Entry] = &[
     module("package", &Planned(Scripted(package::PACKAGE))),
     module("image", &image::Image),
     module("apt", &Planned(Scripted(super::apt::APT))),
+    module("apt_key", &Planned(super::apt_key::AptKey)),
+    module(
+        "apt_repository",
+        &Planned(super::apt_repository::AptRepository),
+    ),
     module("dnf", &Planned(Scripted(super::dnf::DNF))),
     module("yum", &Planned(Scripted(super::dnf::YUM))),
     module(FACTS_MODULE, &setup::Setup),
@@ -200,9 +205,14 @@ pub static REGISTRY: &[Entry] = &[
     module("async_status", &async_status::AsyncStatus),
     module("tempfile", &tempfile::TempFile),
     module("known_hosts", &Planned(known_hosts::KnownHosts)),
+    module("iptables", &Planned(Scripted(super::iptables::Iptables))),
     module("assemble", &Planned(assemble::Assemble)),
     module("cron", &Planned(super::cron::Cron)),
     module("git", &Planned(Scripted(super::git::Git))),
+    module(
+        "yum_repository",
+        &Planned(super::yum_repository::YumRepository),
+    ),
     module(
         "wait_for_connection",
         &wait_for_connection::WaitForConnection,

@@ -296,7 +296,8 @@ pub fn render_text(event: &Event, diff: bool, verbosity: u8) -> String {
             };
             let mut out = String::new();
             if diff {
-                // A list of diffs, or one (ini_file, timezone return a single dict).
+                // A list of diffs, or one (ini_file, timezone, yum_repository return a
+                // single dict).
                 match result.get("diff") {
                     Some(Value::Array(diffs)) => {
                         for d in diffs {
