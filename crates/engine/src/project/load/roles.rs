@@ -492,6 +492,34 @@ impl Loader {
     }
 }
 
+/// What [`Loader::included_role`] loaded.
+pub struct IncludedRole {
+    /// The dependencies' role blocks, then the role's tasks.
+    pub tasks: Vec<Task>,
+    /// The role's handlers and its dependencies'.
+    pub handlers: Vec<Task>,
+    /// Every dependency, transitively, each once: a dependency's own before it.
+    pub dependencies: Vec<Arc<Role>>,
+}
+
+/// The roles of the role blocks in `tasks` and, depth first, of the blocks inside them
+/// (a dependency's dependencies), each once.
+fn dependency_roles(tasks: &[Task], out: &mut Vec<Arc<Role>>) {
+    for t in tasks {
+        if let TaskKind::Block {
+            block,
+            role: Some(r),
+            ..
+        } = &t.kind
+        {
+            dependency_roles(block, out);
+            if !out.iter().any(|d| Arc::ptr_eq(d, &r.role)) {
+                out.push(r.role.clone());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::project::load_playbook;
@@ -540,33 +568,5 @@ mod tests {
         }
         std::fs::write(d.join("site.yml"), "- hosts: all\n  roles: [top]\n").unwrap();
         assert!(load_playbook(&d.join("site.yml"), Vec::new()).is_ok());
-    }
-}
-
-/// What [`Loader::included_role`] loaded.
-pub struct IncludedRole {
-    /// The dependencies' role blocks, then the role's tasks.
-    pub tasks: Vec<Task>,
-    /// The role's handlers and its dependencies'.
-    pub handlers: Vec<Task>,
-    /// Every dependency, transitively, each once: a dependency's own before it.
-    pub dependencies: Vec<Arc<Role>>,
-}
-
-/// The roles of the role blocks in `tasks` and, depth first, of the blocks inside them
-/// (a dependency's dependencies), each once.
-fn dependency_roles(tasks: &[Task], out: &mut Vec<Arc<Role>>) {
-    for t in tasks {
-        if let TaskKind::Block {
-            block,
-            role: Some(r),
-            ..
-        } = &t.kind
-        {
-            dependency_roles(block, out);
-            if !out.iter().any(|d| Arc::ptr_eq(d, &r.role)) {
-                out.push(r.role.clone());
-            }
-        }
     }
 }
