@@ -399,7 +399,9 @@ fn ntp_configures_chrony_only_where_it_is_installed() {
         );
     }
     // (Regression: a command the remote shell cannot find exits 127 over SSH; that is the
-    // command's status, not a lost connection. The `defaults` probes rely on it.)
+    // command's status, not a lost connection. The `defaults` probes rely on it. The
+    // `command` module then reports what ansible-core's does for a program that cannot
+    // start: rc 2, the errno, with "Error executing command.".)
     p.file(
         "missing.yaml",
         "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: missing\n      command: kk-no-such-command --version\n      failed_when: false\n",
@@ -417,7 +419,8 @@ fn ntp_configures_chrony_only_where_it_is_installed() {
     missing.code(0);
     let res = missing.result("missing", "node1");
     assert_ne!(res["status"], "unreachable", "{}", res);
-    assert_eq!(res["result"]["rc"], 127, "{}", res);
+    assert_eq!(res["result"]["rc"], 2, "{}", res);
+    assert_eq!(res["result"]["msg"], "Error executing command.", "{}", res);
 
     let r = init_os(&p, &[]);
     r.code(0);

@@ -55,7 +55,14 @@ if ready; then
   exit 0
 fi
 
+# Test binaries may call this at the same moment (the e2e modules run two at a time in a
+# fresh clone): one makes the venv while the others wait, then find it ready.
 mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9
+if ready; then
+  exit 0
+fi
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv" >/dev/null
 fi
