@@ -14,12 +14,17 @@ fn main() {
     // A new commit (HEAD moves or the branch's ref changes) refreshes the values; other edits
     // to the work tree do not trigger a rebuild, so the tree state is as of the last commit
     // or checkout that rebuilt kk.
-    if let Some(git_dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={}/HEAD", git_dir);
-        if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!("cargo:rerun-if-changed={}/{}", git_dir, r);
+    // Only files that exist: cargo counts a missing one as changed on every build, which
+    // relinked kk under running tests (no packed-refs yet, or a worktree's refs, which
+    // live in the common git dir: `--git-path` finds them).
+    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    for name in watched {
+        if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
+            if std::path::Path::new(&path).exists() {
+                println!("cargo:rerun-if-changed={}", path);
+            }
         }
-        println!("cargo:rerun-if-changed={}/packed-refs", git_dir);
     }
     let commit = git(&["rev-parse", "HEAD"]);
     let state = match (
