@@ -407,27 +407,4 @@ mod tests {
         // copy). Its empty output is "" in kk, so the result here is text.
         assert_eq!(r, json!("2"));
     }
-
-    /// Timing of the added work (run with `--ignored --nocapture`).
-    #[test]
-    #[ignore]
-    fn bench_render() {
-        let t = Templar::new();
-        let c = ctx();
-        let plain = "{% for i in big %}{{ i.k }},{% endfor %} {{ v.a }} {{ l | join(',') }}";
-        let changing = "{% set acc = [] %}{% for i in big %}{{ acc.append(i.k) }}{% endfor %} {{ v.a }} {{ acc | join(',') }}";
-        for (name, src) in [("plain", plain), ("changing", changing)] {
-            let n = 2000;
-            let start = std::time::Instant::now();
-            for _ in 0..n {
-                t.render_str(src, &c).unwrap();
-            }
-            println!("{}: {:?} per render", name, start.elapsed() / n);
-        }
-        let start = std::time::Instant::now();
-        for _ in 0..100_000 {
-            std::hint::black_box(super::rewrite::mutates(std::hint::black_box(plain)));
-        }
-        println!("mutates(): {:?} per call", start.elapsed() / 100_000);
-    }
 }
