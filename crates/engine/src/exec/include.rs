@@ -509,31 +509,31 @@ impl Runner {
     /// does not apply), with the include's result marked failed and the `reason`, as
     /// Ansible reports it; the output shows the error.
     fn load_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: &Error, shown: Option<&Value>) {
-        self.with_state(host, |s| {
-            s.counts.failed += 1;
-            s.failed = true;
-        });
         let mut result = shown.cloned().unwrap_or_else(|| json!({"changed": false}));
         result["failed"] = Value::Bool(true);
         result["reason"] = Value::from(e.result_message());
         let mut display = result.clone();
         display["msg"] = Value::from(e.result_message());
-        self.emit(Event::HostResult {
-            play: pc.name.clone(),
-            task: t.display_name(),
-            host: host.to_string(),
-            delegated_to: None,
-            status: Status::Failed,
-            changed: false,
-            ignored: false,
-            result,
-            display: Some(display),
-        });
+        self.include_failure(pc, t, host, false, result, Some(display));
     }
 
     /// A host on which the include failed before anything was included; `ignored`
     /// under ignore_errors (counted ok and ignored, as Ansible counts it).
     fn include_failed(&self, pc: &PlayCtx, t: &Task, host: &str, e: Error, ignored: bool) {
+        let result = json!({"failed": true, "msg": e.result_message()});
+        self.include_failure(pc, t, host, ignored, result, None);
+    }
+
+    /// Counts a failed include on `host` and reports its result.
+    fn include_failure(
+        &self,
+        pc: &PlayCtx,
+        t: &Task,
+        host: &str,
+        ignored: bool,
+        result: Value,
+        display: Option<Value>,
+    ) {
         self.with_state(host, |s| {
             if ignored {
                 s.counts.ok += 1;
@@ -551,8 +551,8 @@ impl Runner {
             status: Status::Failed,
             changed: false,
             ignored,
-            result: json!({"failed": true, "msg": e.result_message()}),
-            display: None,
+            result,
+            display,
         });
     }
 }
