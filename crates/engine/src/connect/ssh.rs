@@ -615,12 +615,16 @@ const REAPER_START: &str = "{ setsid /bin/sh -c \"$1\" kk-reaper \"$PPID\" \"$SS
 /// `SSH_CONNECTION` and whose parent is no longer a live sshd (so a later connection that
 /// happens to reuse the client port is left alone). TERM first, so sudo passes it on to
 /// what it started, then KILL after 2 s. Background processes a finished command left
-/// behind (its session leader gone) are not touched, as before.
+/// behind (its session leader gone) are not touched, as before. A `$PPID` that is not an
+/// sshd (`sshd-session` on OpenSSH 9.8+) means the connection was lost before the shell
+/// started (it was re-parented, to init or a subreaper): the reaper then stops at once.
 const REAPER: &str = r#"p=$1 c=$2
 [ -n "$c" ] || exit 0
 trap '' HUP INT TERM
 cd /
-while kill -0 "$p" 2>/dev/null; do sleep 1; done
+n=; read -r n 2>/dev/null <"/proc/$p/comm"
+case $n in sshd*) ;; *) p=0 ;; esac
+while [ "$p" -gt 1 ] && kill -0 "$p" 2>/dev/null; do sleep 1; done
 l=
 for f in $(grep -lsxzF "SSH_CONNECTION=$c" /proc/[0-9]*/environ 2>/dev/null); do
   q=${f#/proc/}; q=${q%/environ}
@@ -629,7 +633,7 @@ for f in $(grep -lsxzF "SSH_CONNECTION=$c" /proc/[0-9]*/environ 2>/dev/null); do
   s=${s##*) }; set -- $s
   [ "$4" = "$q" ] || continue
   n=; read -r n 2>/dev/null <"/proc/$2/comm"
-  [ "$n" = sshd ] && continue
+  case $n in sshd*) continue ;; esac
   l="$l $q"
 done
 [ -n "$l" ] || exit 0
@@ -858,5 +862,39 @@ mod tests {
                 (Some(3), "/bin/sh|it's|".to_string())
             );
         }
+    }
+
+    /// A reaper started after its connection was lost (its `$PPID` is init, not an sshd)
+    /// stops that connection's sessions at once instead of waiting on init forever.
+    #[test]
+    fn reaper_of_a_lost_connection_stops_its_sessions_at_once() {
+        use std::os::unix::process::ExitStatusExt;
+        let conn = format!("192.0.2.1 {} 192.0.2.2 22", std::process::id());
+        let mut session = std::process::Command::new("setsid")
+            .args(["sleep", "60"])
+            .env("SSH_CONNECTION", &conn)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let t = std::time::Instant::now();
+        let reaper = std::process::Command::new("timeout")
+            .args([
+                "-s",
+                "KILL",
+                "20",
+                "/bin/sh",
+                "-c",
+                REAPER,
+                "kk-reaper",
+                "1",
+                &conn,
+            ])
+            .status()
+            .unwrap();
+        let took = t.elapsed();
+        let _ = session.kill();
+        assert!(reaper.success(), "{reaper:?}");
+        assert!(took.as_secs() < 10, "{took:?}");
+        assert_eq!(session.wait().unwrap().signal(), Some(15));
     }
 }
