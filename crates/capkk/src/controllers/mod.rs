@@ -1,0 +1,1 @@
+//! The KKCluster, KKMachine and KKInstance controllers.

@@ -1,0 +1,1 @@
+//! Cluster API bootstrap data (cloud-init, ignition) mapped to files and commands.
