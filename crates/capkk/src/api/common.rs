@@ -38,6 +38,7 @@ pub struct Auth {
     pub password: String,
     /// The SSH port (22 when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "port_schema")]
     pub port: Option<u16>,
     /// A private key, PEM text.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -52,6 +53,18 @@ pub struct Auth {
     /// Connection timeout, a Go duration string such as `30s` (KubeKey's format).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+}
+
+/// A port's schema: schemars would say `format: uint16`, a format Kubernetes does not know
+/// (API servers warn about it); `int32` from 1 to 65535 is what the API server checks.
+fn port_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "integer",
+        "format": "int32",
+        "minimum": 1,
+        "maximum": 65535,
+        "nullable": true
+    })
 }
 
 /// Where the control plane's API server answers (Cluster API's `APIEndpoint`).

@@ -23,6 +23,7 @@ pub const KKCLUSTER_FINALIZER: &str = "kkcluster.infrastructure.cluster.x-k8s.io
     status = "KKClusterStatus",
     shortname = "kkc",
     category = "cluster-api",
+    doc = "KKCluster: the machines reachable over SSH a Cluster API cluster may use, its control plane endpoint and load balancer, component downloads and image registry.",
     printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']","description":"Cluster to which this KKCluster belongs"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.ready","description":"Cluster infrastructure is ready"}"#,
     printcolumn = r#"{"name":"Endpoint","type":"string","jsonPath":".spec.controlPlaneEndpoint.host","description":"API endpoint"}"#
@@ -64,6 +65,7 @@ pub struct Nodes {
 #[serde(rename_all = "camelCase")]
 pub struct InstanceInfo {
     /// The machine's host name (also the KKInstance's name).
+    #[schemars(length(min = 1))]
     pub name: String,
     /// The address kk connects to.
     pub address: String,
@@ -135,6 +137,7 @@ pub struct Override {
 pub struct Checksum {
     /// 64 hex digits.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(regex(pattern = r"^[0-9a-fA-F]{64}$"))]
     pub value: String,
     /// A path on `component.host` holding the checksum.
     #[serde(default, skip_serializing_if = "String::is_empty")]

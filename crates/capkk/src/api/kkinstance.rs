@@ -22,6 +22,7 @@ pub const KKINSTANCE_FINALIZER: &str = "kkinstance.infrastructure.cluster.x-k8s.
     status = "KKInstanceStatus",
     shortname = "kki",
     category = "cluster-api",
+    doc = "KKInstance: one machine reached over SSH and the phases run on it (bootstrap, repository, binaries, container runtime, provisioning; reset on delete).",
     printcolumn = r#"{"name":"State","type":"string","jsonPath":".status.instanceState","description":"State of the instance"}"#,
     printcolumn = r#"{"name":"Address","type":"string","jsonPath":".spec.address","description":"The address kk connects to"}"#
 )]

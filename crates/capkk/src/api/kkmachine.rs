@@ -23,6 +23,7 @@ pub const KKMACHINE_FINALIZER: &str = "kkmachine.infrastructure.cluster.x-k8s.io
     status = "KKMachineStatus",
     shortname = "kkm",
     category = "cluster-api",
+    doc = "KKMachine: the infrastructure of one Cluster API Machine: the KKInstance it got and its provider ID.",
     printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']","description":"Cluster to which this KKMachine belongs"}"#,
     printcolumn = r#"{"name":"State","type":"string","jsonPath":".status.instanceState","description":"State of the instance"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.ready","description":"Machine ready status"}"#,
@@ -89,7 +90,8 @@ pub struct KKMachineStatus {
     plural = "kkmachinetemplates",
     namespaced,
     shortname = "kkmt",
-    category = "cluster-api"
+    category = "cluster-api",
+    doc = "KKMachineTemplate: the KKMachine spec KubeadmControlPlane and MachineDeployment copy for each new machine."
 )]
 #[serde(rename_all = "camelCase")]
 pub struct KKMachineTemplateSpec {
