@@ -26,9 +26,10 @@ Install it in a management cluster that runs Cluster API (`clusterctl init`):
 
 With clusterctl, CAPKK is the infrastructure provider `kk` (every object carries the label
 cluster.x-k8s.io/provider=infrastructure-kk, the CRDs cluster.x-k8s.io/v1beta1=v1beta1):
-register the output of `kk-capkk manifests` as its infrastructure-components.yaml in
-clusterctl's configuration (providers: name kk, type InfrastructureProvider) and run
-`clusterctl init --infrastructure kk`.";
+put the output of `kk-capkk manifests` as infrastructure-components.yaml beside
+crates/capkk/config/clusterctl/metadata.yaml in a provider repository, register it in
+clusterctl's configuration (providers: name kk, type InfrastructureProvider, url: that
+infrastructure-components.yaml) and run `clusterctl init --infrastructure kk`.";
 
 /// CAPKK, the Cluster API infrastructure provider of kk.
 #[derive(Parser)]

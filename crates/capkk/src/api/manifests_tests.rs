@@ -11,8 +11,9 @@ use std::process::Command;
 
 /// The virtualenv scripts/test creates with kubernetes-validate (and jsonschema) in it.
 const VENV: &str = "/usr/local/lib/kk-test/venv";
-/// The Kubernetes version the manifests are validated for (kube's k8s-openapi feature).
-const K8S_VERSION: &str = "1.33";
+/// The Kubernetes versions the manifests are validated for: kube's k8s-openapi feature
+/// (v1_33) and the newest kubernetes-validate 1.37.0 knows.
+const K8S_VERSIONS: [&str; 2] = ["1.33", "1.37"];
 
 fn config_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("config")
@@ -102,6 +103,23 @@ fn manifests_are_ordered_labelled_and_namespaced() {
 }
 
 #[test]
+fn clusterctl_metadata_names_this_release_and_the_contract() {
+    let text = std::fs::read_to_string(config_dir().join("clusterctl/metadata.yaml")).unwrap();
+    let m: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(m["kind"].as_str(), Some("Metadata"));
+    let version = env!("CARGO_PKG_VERSION");
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap());
+    let (major, minor) = (parts.next().unwrap(), parts.next().unwrap());
+    let series = m["releaseSeries"].as_sequence().unwrap();
+    assert!(
+        series.iter().any(|s| s["major"].as_u64() == Some(major)
+            && s["minor"].as_u64() == Some(minor)
+            && s["contract"].as_str() == Some("v1beta1")),
+        "no release series for {version} in metadata.yaml"
+    );
+}
+
+#[test]
 fn the_cluster_role_grants_what_the_controllers_use() {
     let role = docs(
         FILES
@@ -160,9 +178,9 @@ fn the_cluster_role_grants_what_the_controllers_use() {
 }
 
 /// kubernetes-validate over files; every object must pass (no unknown kind, no error).
-fn kubernetes_validate(files: &[PathBuf]) -> Result<usize, String> {
+fn kubernetes_validate(version: &str, files: &[PathBuf]) -> Result<usize, String> {
     let out = Command::new(venv_bin("kubernetes-validate"))
-        .args(["--strict", "-k", K8S_VERSION])
+        .args(["--strict", "-k", version])
         .args(files)
         .output()
         .expect("run kubernetes-validate");
@@ -197,8 +215,10 @@ fn every_committed_manifest_is_valid_for_kubernetes() {
         })
         .collect();
     files.extend(FILES.iter().map(|(p, _)| config_dir().join(p)));
-    let passed = kubernetes_validate(&files).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(passed, files.len(), "one object per file");
+    for version in K8S_VERSIONS {
+        let passed = kubernetes_validate(version, &files).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(passed, files.len(), "one object per file");
+    }
 }
 
 #[test]
@@ -210,7 +230,7 @@ fn kubernetes_validate_rejects_a_broken_crd() {
         .1
         .replace("scope: Namespaced", "scope: Namespaced\n  scopes: 1");
     std::fs::write(&f, text).unwrap();
-    let err = kubernetes_validate(&[f]).unwrap_err();
+    let err = kubernetes_validate(K8S_VERSIONS[0], &[f]).unwrap_err();
     assert!(err.contains("scopes"), "{err}");
 }
 
