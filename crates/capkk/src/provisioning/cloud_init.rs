@@ -377,7 +377,7 @@ fn write_files(v: &Value, doc: &mut Doc) -> Result<(), ProvisioningError> {
                     format!("{at}.permissions"),
                     "an octal mode as a quoted string, such as '0640'",
                     kind_of_yaml(other),
-                    "quote the mode: YAML 1.1 (cloud-init) and YAML 1.2 read an unquoted 0640 differently",
+                    "write the mode as a quoted octal string such as '0640': a bare number like 416 could mean decimal or octal",
                 ));
             }
         };
