@@ -340,7 +340,7 @@ fn write_files(v: &Value, doc: &mut Doc) -> Result<(), ProvisioningError> {
             }
         };
         let encoding = opt_str(m, "encoding", &at)?.unwrap_or_default();
-        let content = decode(&content, &encoding, &format!("{at}"))?;
+        let content = decode(&content, &encoding, &at)?;
         let owner = opt_str(m, "owner", &at)?
             .map(|o| o.trim().to_string())
             .unwrap_or_default();

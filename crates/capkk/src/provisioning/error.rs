@@ -4,10 +4,15 @@
 use std::fmt;
 
 /// Bootstrap data that CAPKK cannot apply. It is permanent (retrying will not help): the
-/// document must change. `found` describes the offending value by kind or size, never by
-/// quoting a file's content.
+/// document must change. Its fields ([`ErrorDetail`], reached through `Deref`) are boxed
+/// so that every `Result` of the parser stays small.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProvisioningError {
+pub struct ProvisioningError(Box<ErrorDetail>);
+
+/// Where and why a document was refused. `found` describes the offending value by kind or
+/// size, never by quoting a file's content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorDetail {
     /// The document kind: `cloud-config`, `ignition` or `bootstrap data`.
     pub document: &'static str,
     /// Where in the document: a key path such as `write_files[3].encoding`.
@@ -31,20 +36,28 @@ impl ProvisioningError {
         found: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
-        ProvisioningError {
+        ProvisioningError(Box::new(ErrorDetail {
             document,
             path: path.into(),
             line_column: None,
             expected: expected.into(),
             found: found.into(),
             fix: fix.into(),
-        }
+        }))
     }
 
     /// The same error with a line and column.
     pub(crate) fn at_line(mut self, line: usize, column: usize) -> Self {
-        self.line_column = Some((line, column));
+        self.0.line_column = Some((line, column));
         self
+    }
+}
+
+impl std::ops::Deref for ProvisioningError {
+    type Target = ErrorDetail;
+
+    fn deref(&self) -> &ErrorDetail {
+        &self.0
     }
 }
 

@@ -23,7 +23,7 @@ mod users;
 #[cfg(test)]
 mod tests;
 
-pub use error::ProvisioningError;
+pub use error::{ErrorDetail, ProvisioningError};
 pub use jinja::Metadata;
 pub use step::{redact_command, Mkdir, Step, WriteFile};
 
