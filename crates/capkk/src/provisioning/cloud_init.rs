@@ -64,10 +64,7 @@ pub(crate) fn parse(value: &[u8], meta: Option<&Metadata>) -> Result<Vec<Step>, 
         } else if header.is_empty() {
             "an empty first line".to_string()
         } else {
-            format!(
-                "a first line starting `{}`",
-                clip(&header.chars().take(16).collect::<String>())
-            )
+            "a first line that is not `#cloud-config`".to_string()
         };
         return Err(err(
             "",

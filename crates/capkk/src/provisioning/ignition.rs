@@ -63,6 +63,11 @@ pub(crate) fn parse(value: &[u8]) -> Result<Vec<Step>, ProvisioningError> {
             "add `\"ignition\": {\"version\": \"3.4.0\"}`",
         )
     })?;
+    known(
+        ign,
+        "ignition",
+        &["version", "config", "security", "timeouts", "proxy"],
+    )?;
     let version = ign.get("version").and_then(Value::as_str).unwrap_or("");
     let v2 = match version.split('.').next() {
         Some("2") => true,
@@ -706,7 +711,17 @@ fn parse_users(passwd: &Map<String, Value>) -> Result<Vec<User>, ProvisioningErr
             check_name(DOC, &format!("{at}.groups"), g)?;
             user.groups.push(g.to_string());
         }
-        user.uid = u.get("uid").and_then(Value::as_u64);
+        user.uid = match u.get("uid") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_u64().ok_or_else(|| {
+                err(
+                    format!("{at}.uid"),
+                    "a non-negative whole number",
+                    kind_of_json(v),
+                    "write uid as a number",
+                )
+            })?),
+        };
         user.system = bool_of(u, "system", &at)?.unwrap_or(false);
         user.no_create_home = bool_of(u, "noCreateHome", &at)?.unwrap_or(false);
         user.no_user_group = bool_of(u, "noUserGroup", &at)?.unwrap_or(false);

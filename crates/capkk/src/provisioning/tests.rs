@@ -482,3 +482,75 @@ fn permissions_read_as_cloud_init_reads_them() {
         assert_eq!(file(&steps[0]).mode, mode, "{perm}");
     }
 }
+
+/// Every generated shell step is valid POSIX sh (`sh -n`), on the samples and on a
+/// document that uses the rarer user, group and mount options.
+#[test]
+fn generated_shell_steps_are_valid_sh() {
+    let extra = br#"#cloud-config
+groups:
+  - admingroup: [root, sys]
+  - cloud-users
+users:
+  - name: obrien.x
+    gecos: "O'Brien, ops"
+    homedir: /home/obrien
+    primary_group: ops
+    groups: [adm, "wheel"]
+    uid: "1500"
+    inactive: 30
+    passwd: $6$fake$FAKEHASH
+    hashed_passwd: $6$fake$OTHERFAKEHASH
+    lock_passwd: false
+    sudo: ["ALL=(ALL) NOPASSWD:/usr/bin/kubectl", "ALL=(ALL) ALL"]
+    ssh_authorized_keys: ["ssh-rsa AAAAB3Nza'quote fake"]
+mounts:
+  - [ sdb1, /var/lib/etcd data, ext4 ]
+"#;
+    // The space in the mount point is refused; the rest must map.
+    let e = parse(extra, "cloud-config").unwrap_err();
+    assert_eq!(e.path, "mounts[0][1]");
+    let extra = String::from_utf8_lossy(extra).replace("/var/lib/etcd data", "/var/lib/etcd");
+    let steps = parse(extra.as_bytes(), "cloud-config").unwrap();
+    let hash_file = file(&steps[3]);
+    assert_eq!(hash_file.path, "/run/cluster-api/users/obrien.x.passwd");
+    assert_eq!(hash_file.mode, "0600");
+    let user = shell(&steps[5]);
+    assert!(
+        !user.contains("FAKEHASH"),
+        "password hashes stay out of command lines"
+    );
+    assert!(user.contains("usermod -p \"$(cat /run/cluster-api/users/obrien.x.passwd)\" obrien.x"));
+    assert!(!user.contains("passwd -l"));
+    assert_eq!(
+        file(&steps[4]).path,
+        "/etc/sudoers.d/90-cluster-api-obrien_x"
+    );
+    assert!(shell(&steps[0]).contains("/dev/sdb1 /var/lib/etcd ext4 defaults,nofail 0 2"));
+    let mut all = steps;
+    let meta = Metadata::for_machine("m-0");
+    for (name, format) in [
+        ("cloud-config-controlplane-init.yaml", "cloud-config"),
+        ("cloud-config-worker-join.yaml", "cloud-config"),
+        ("cloud-config-controlplane-join-jinja.yaml", "cloud-config"),
+        ("ignition-v3-worker-join.json", "ignition"),
+    ] {
+        all.extend(parse_with(&sample(name), format, &meta).unwrap());
+    }
+    let mut checked = 0;
+    for step in &all {
+        if let Step::Shell(script) = step {
+            let out = std::process::Command::new("sh")
+                .args(["-n", "-c", script])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{script}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "{checked}");
+}
