@@ -637,6 +637,16 @@ fn parse_users(v: &Value) -> Result<Vec<User>, ProvisioningError> {
             user.groups = name_list(g, &format!("{at}.groups"))?;
         }
         user.uid = opt_u64(&m, "uid", &at)?;
+        if let Some(Value::Bool(_)) = m.get("inactive") {
+            // CABPK's `inactive: true`: cloud-init passes only strings to useradd, so it
+            // has no effect there; refusing says so instead of guessing a meaning.
+            return Err(err(
+                format!("{at}.inactive"),
+                "a number of days after password expiry until the account is disabled",
+                "a boolean",
+                "remove `inactive` (a boolean has no effect under cloud-init either) or give days",
+            ));
+        }
         user.inactive = opt_u64(&m, "inactive", &at)?;
         user.system = opt_bool(&m, "system", &at)?.unwrap_or(false);
         user.no_create_home = opt_bool(&m, "no_create_home", &at)?.unwrap_or(false);

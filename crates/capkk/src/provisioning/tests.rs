@@ -349,6 +349,7 @@ fn unsupported_input_is_refused_with_where_what_and_fix() {
         ("#cloud-config\nwrite_files:\n- path: /etc/x\n  permission: '0600'\n", "cloud-config", "write_files[0]", "permission"),
         ("#cloud-config\nusers:\n  - default\n", "cloud-config", "users[0]", "default"),
         ("#cloud-config\nusers:\n  - name: 'bad name'\n", "cloud-config", "users[0].name", "user or group name"),
+        ("#cloud-config\nusers:\n  - name: capk\n    inactive: true\n", "cloud-config", "users[0].inactive", "no effect"),
         ("#cloud-config\nmounts:\n  - [ ephemeral0, /mnt ]\n", "cloud-config", "mounts[0]", "cloud-specific"),
         ("#cloud-config\nntp:\n  ntp_client: ntpd\n  servers: [a]\n", "cloud-config", "ntp.ntp_client", "chrony"),
         ("#cloud-config\nruncmd: echo hi\n", "cloud-config", "runcmd", "list"),
