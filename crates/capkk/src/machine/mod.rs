@@ -61,13 +61,23 @@ pub struct Job {
     pub bootstrap_data: Option<BootstrapData>,
 }
 
-/// Cluster API's bootstrap data for one machine.
-#[derive(Clone, Debug, Default)]
+/// Cluster API's bootstrap data for one machine. It holds join tokens and keys: its
+/// `Debug` shows the format and size only.
+#[derive(Clone, Default)]
 pub struct BootstrapData {
     /// The document itself.
     pub value: Vec<u8>,
     /// `cloud-config` (the default) or `ignition`.
     pub format: String,
+}
+
+impl std::fmt::Debug for BootstrapData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BootstrapData")
+            .field("format", &self.format)
+            .field("value", &format_args!("<{} bytes>", self.value.len()))
+            .finish()
+    }
 }
 
 /// Why a phase failed, and whether trying again later may help (a lost connection may;
