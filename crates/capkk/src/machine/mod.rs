@@ -95,3 +95,10 @@ pub trait Driver: Send + Sync {
     /// went through it changes nothing.
     async fn run(&self, phase: Phase, job: &Job) -> Result<(), MachineError>;
 }
+
+mod bundle;
+mod engine;
+pub mod steps;
+pub mod vars;
+
+pub use engine::{EngineDriver, PhaseReport};
