@@ -98,7 +98,7 @@ pub fn config(phase: Phase, job: &Job) -> Result<Map<String, Value>, MachineErro
         } else {
             "containerd_version"
         };
-        put(&mut c, "cri", key, json!(v_prefixed(&cm.version)));
+        put(&mut c, "cri", key, json!(version_of(manager, &cm.version)));
     }
     if !cm.crictl_version.is_empty() {
         put(
@@ -165,6 +165,16 @@ pub fn config(phase: Phase, job: &Job) -> Result<Map<String, Value>, MachineErro
         json!({"iso": repo.iso, "update": repo.update, "packages": repo.packages}),
     );
     Ok(c)
+}
+
+/// A component's version as the roles and the manifest spell it: Docker's bare
+/// (`26.1.5`), every other one with a `v` (`v1.7.24`).
+fn version_of(component: &str, v: &str) -> String {
+    if component == "docker" {
+        v.trim_start_matches('v').to_string()
+    } else {
+        v_prefixed(v)
+    }
 }
 
 /// `v1.7.24` from `1.7.24` or `v1.7.24`.
@@ -245,7 +255,7 @@ fn apply_override(
 ) -> Result<(), MachineError> {
     if !o.version.is_empty() {
         if let Some((area, key)) = version_key(name) {
-            put(c, area, key, json!(v_prefixed(&o.version)));
+            put(c, area, key, json!(version_of(name, &o.version)));
         }
     }
     let url = if !o.url.is_empty() {
