@@ -447,6 +447,7 @@ fn unreachable_is_retryable_and_a_wrong_sha256_is_not() {
     let e = rt
         .block_on(d.run_phase(Phase::Bootstrap, &job))
         .unwrap_err();
+    eprintln!("capkk_machine: unreachable → {}", e.message);
     assert!(e.retryable, "{}", e.message);
     assert!(e.message.contains("unreachable"), "{}", e.message);
     assert!(!e.message.contains("Not-In-Output-77"), "{}", e.message);
@@ -461,6 +462,7 @@ fn unreachable_is_retryable_and_a_wrong_sha256_is_not() {
         .checksum
         .value = wrong.clone();
     let e = rt.block_on(d.run_phase(Phase::Binary, &job)).unwrap_err();
+    eprintln!("capkk_machine: wrong sha256 → {}", e.message);
     assert!(!e.retryable, "{}", e.message);
     for want in [
         a.srv.url(&format!("cn/kube/{KUBE}/kubeadm")),
