@@ -467,6 +467,49 @@ mod tests {
     }
 
     #[test]
+    fn download_failures_are_retried_unless_the_digest_is_wrong() {
+        let failed = |msg: &str| Event::HostResult {
+            play: "p".into(),
+            task: "Download | report what could not be fetched".into(),
+            host: "localhost".into(),
+            delegated_to: None,
+            status: Status::Failed,
+            changed: false,
+            ignored: false,
+            result: json!({ "msg": msg }),
+            display: None,
+        };
+        let net = failure(
+            Phase::Binary,
+            "n1",
+            &[failed(
+                "1 artifact(s) could not be fetched: get_url: HTTP 503 (curl exit 22)",
+            )],
+            2,
+        );
+        assert!(net.retryable, "{}", net.message);
+        let sum = failure(
+            Phase::Binary,
+            "n1",
+            &[failed("1 artifact(s) could not be fetched: the sha256 checksum of the file downloaded from http://x/kubeadm is 1, but 2 was expected")],
+            2,
+        );
+        assert!(!sum.retryable, "{}", sum.message);
+        let gone = Event::HostResult {
+            play: "p".into(),
+            task: "Gathering Facts".into(),
+            host: "n1".into(),
+            delegated_to: None,
+            status: Status::Unreachable,
+            changed: false,
+            ignored: false,
+            result: json!({"msg": "Connection refused"}),
+            display: None,
+        };
+        assert!(failure(Phase::Reset, "n1", &[gone], 3).retryable);
+    }
+
+    #[test]
     fn bad_names_are_refused() {
         let mut job = Job::default();
         assert!(host_name(&job).is_err());

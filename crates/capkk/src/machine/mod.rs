@@ -96,6 +96,8 @@ pub trait Driver: Send + Sync {
     async fn run(&self, phase: Phase, job: &Job) -> Result<(), MachineError>;
 }
 
+// The production driver: bundled playbooks (bundle), a Job as the roles' variables (vars),
+// the provisioning steps (steps), and the engine run with its outcome (engine).
 mod bundle;
 mod engine;
 pub mod steps;
