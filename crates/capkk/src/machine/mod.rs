@@ -105,3 +105,12 @@ pub trait Driver: Send + Sync {
     /// went through it changes nothing.
     async fn run(&self, phase: Phase, job: &Job) -> Result<(), MachineError>;
 }
+
+// The production driver: bundled playbooks (bundle), a Job as the roles' variables (vars),
+// the provisioning steps (steps), and the engine run with its outcome (engine).
+mod bundle;
+mod engine;
+pub mod steps;
+pub mod vars;
+
+pub use engine::{EngineDriver, PhaseReport};

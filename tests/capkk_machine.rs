@@ -1,0 +1,480 @@
+//! CAPKK's machine side (crates/capkk, `capkk::machine::EngineDriver`) on a real test
+//! host: every KKInstance phase — bootstrap, repository, binary, container_manager,
+//! provisioning, reset — run in-process by the driver as the KKInstance controller runs it,
+//! through the bundled phase playbooks and kk's engine over SSH, checked on the host.
+//!
+//! Real: the host (sshd, systemd, Debian 12), the distribution packages already on it
+//! (conntrack, socat, ipset, ebtables, curl: the hosts reach no mirror, so `iso: none`
+//! finds them installed), containerd 1.7.24 (Debian trixie) and runc (Debian), kubectl
+//! (Debian's kubernetes-client) and the CNI plugins (Debian's containernetworking-plugins),
+//! each served over HTTP on loopback from the test's artifact server and downloaded with
+//! sha256 verification through the KKCluster's component.overrides.
+//! FAKE (tests/fakes, no Kubernetes binary can be had here): kubeadm and kubelet (the
+//! fake's journal records the `kubeadm init` provisioning asked for), crictl (a shell
+//! stand-in: no Debian release packages cri-tools).
+//!
+//! Also: a second run of every phase changes nothing (the engine's changed counts), reset
+//! leaves the machine clean and a second reset changes nothing; an unreachable address is a
+//! retryable error; a wrong sha256 override is a terminal one naming the file and both
+//! digests.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine as _;
+use capkk::api::{
+    Auth, Checksum, Component, ContainerManager, KKClusterSpec, KKInstanceSpec, Override,
+    Repository, Role,
+};
+use capkk::machine::{BootstrapData, EngineDriver, Job, Phase};
+use common::artifacts::{build_server, sha256_file};
+use common::sh;
+use serde_json::{json, Map, Value};
+use testbed::artifacts::containerd::containerd_artifact;
+use testbed::artifacts::docker::{
+    docker_tgz, fake_cri_dockerd_tgz, CRIDOCKERD_VERSION, DOCKER_VERSION,
+};
+use testbed::artifacts::fakes::{journal, serve_kube};
+use testbed::http::HttpServer;
+use testbed::TestBed;
+
+const KUBE: &str = "v1.33.1";
+const NAME: &str = "capkk-m1";
+
+/// The artifact server: tree.rs's Debian binaries, containerd 1.7, the FAKE kubeadm and
+/// kubelet of [`KUBE`]; the overrides that point the driver at them, by component.
+struct Artifacts {
+    srv: HttpServer,
+    /// (override id, version, server path).
+    files: Vec<(&'static str, &'static str, String)>,
+    sums: BTreeMap<&'static str, String>,
+}
+
+fn serve(dir: &Path, docker: bool) -> Artifacts {
+    let root = dir.join("srv");
+    let scratch = dir.join("scratch");
+    build_server(&root, &scratch);
+    containerd_artifact(&root, &scratch);
+    serve_kube(&root, &scratch, KUBE, "v3.18.5");
+    let mut files = vec![
+        ("kubeadm", "", format!("cn/kube/{KUBE}/kubeadm")),
+        ("kubelet", "", format!("cn/kube/{KUBE}/kubelet")),
+        // Debian's real kubectl (1.20.2): the binary phase installs what it is given.
+        ("kubectl", "", "cn/kube/v1.20.2/kubectl".to_string()),
+        (
+            "kubecni",
+            "v1.1.1",
+            "cn/cni/v1.1.1/cni-plugins-linux-amd64-v1.1.1.tgz".to_string(),
+        ),
+        (
+            "crictl",
+            "v1.34.0",
+            "cn/crictl/v1.34.0/crictl-v1.34.0-linux-amd64.tar.gz".to_string(),
+        ),
+        (
+            "containerd",
+            "v1.7.24",
+            "cn/containerd/v1.7.24/containerd-1.7.24-linux-amd64.tar.gz".to_string(),
+        ),
+        (
+            "runc",
+            "v1.1.5",
+            "mirror/runc/v1.1.5/runc.amd64".to_string(),
+        ),
+    ];
+    if docker {
+        // Debian's docker.io 26.1.5 in Docker's static layout; a FAKE cri-dockerd.
+        let d = format!("cn/docker/{v}/docker-{v}.tgz", v = DOCKER_VERSION);
+        docker_tgz(&root.join(&d), &scratch);
+        let c = "cn/cri-dockerd/v0.3.21/cri-dockerd-0.3.21.amd64.tgz".to_string();
+        fake_cri_dockerd_tgz(&root.join(&c), &scratch);
+        files.push(("docker", DOCKER_VERSION, d));
+        files.push(("cri-dockerd", CRIDOCKERD_VERSION, c));
+    }
+    let mut sums = BTreeMap::new();
+    for (id, _, path) in &files {
+        sums.insert(*id, sha256_file(&root.join(path)));
+    }
+    let srv = HttpServer::start("127.0.0.1".parse().unwrap(), &root).unwrap();
+    Artifacts { srv, files, sums }
+}
+
+impl Artifacts {
+    fn overrides(&self) -> Vec<Override> {
+        self.files
+            .iter()
+            .map(|(id, version, path)| Override {
+                id: id.to_string(),
+                version: version.to_string(),
+                url: self.srv.url(path),
+                checksum: Checksum {
+                    value: self.sums[id].clone(),
+                    path: String::new(),
+                },
+                ..Default::default()
+            })
+            .collect()
+    }
+}
+
+/// The kubeadm configuration Cluster API's KubeadmConfig renders (v1beta4 for v1.33).
+fn kubeadm_yaml(ip: &str, socket: &str) -> String {
+    format!(
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint: {{advertiseAddress: {ip}, bindPort: 6443}}\nnodeRegistration: {{name: {NAME}, criSocket: {socket}}}\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: {KUBE}\ncontrolPlaneEndpoint: {ip}:6443\n"
+    )
+}
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+/// The provisioning steps of a kubeadm control plane's cloud-init (what
+/// capkk::provisioning makes of `write_files` and `runcmd`).
+fn steps(ip: &str, socket: &str) -> Value {
+    json!([
+        {"mkdir": {"path": "/run/cluster-api", "mode": "0755"}},
+        {"write_file": {"path": "/etc/kubernetes/capkk-note.conf", "content_base64": b64("owned by kube\n"), "mode": "0640", "owner": "kube:kube"}},
+        {"write_file": {"path": "/run/kubeadm/kubeadm.yaml", "content_base64": b64(&kubeadm_yaml(ip, socket)), "mode": "0600"}},
+        {"write_file": {"path": "/etc/kubernetes/capkk-note.conf", "content_base64": b64("appended\n"), "mode": "0640", "owner": "kube:kube", "append": true}},
+        {"argv": ["kubeadm", "init", "--config", "/run/kubeadm/kubeadm.yaml"]},
+        {"shell": "echo success > /run/cluster-api/bootstrap-success.complete"},
+    ])
+}
+
+fn job(bed: &TestBed, a: &Artifacts, manager: &str) -> Job {
+    let h = &bed.hosts()[0];
+    let socket = if manager == "docker" {
+        "unix:///var/run/cri-dockerd.sock"
+    } else {
+        "unix:///run/containerd/containerd.sock"
+    };
+    Job {
+        instance: KKInstanceSpec {
+            name: NAME.into(),
+            address: h.ip.to_string(),
+            roles: vec![Role::ControlPlane, Role::Worker],
+            auth: Auth {
+                user: "root".into(),
+                // As text: the driver writes it to a 0600 file for the run.
+                private_key: std::fs::read_to_string(bed.key_path()).unwrap(),
+                ..Default::default()
+            },
+            container_manager: ContainerManager {
+                type_: manager.into(),
+                ..Default::default()
+            },
+            repository: Some(Repository {
+                iso: "none".into(),
+                update: false,
+                packages: vec!["curl".into()],
+            }),
+            ..Default::default()
+        },
+        cluster: KKClusterSpec {
+            component: Some(Component {
+                overrides: a.overrides(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        kubernetes_version: Some(KUBE.into()),
+        bootstrap_data: Some(BootstrapData {
+            value: steps(&h.ip.to_string(), socket).to_string().into_bytes(),
+            format: capkk::machine::steps::STEPS_FORMAT.into(),
+        }),
+    }
+}
+
+/// The operator's site settings for these hosts (network namespaces sharing this machine's
+/// kernel, an overlay root): kernel-global sysctls left alone, no time sync, swap left as
+/// the machine has it, containerd's data root on tmpfs (tests/cri.rs says why).
+fn driver(dir: &Path) -> EngineDriver {
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let settings = json!({
+        "native": {
+            "disable_swap": swaps.lines().count() <= 1,
+            "sysctl_skip": ["vm.", "fs.", "kernel.", "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.neigh.", "net.ipv6.neigh."],
+            "ntp": {"enabled": false},
+        },
+        "cri": {"containerd": {"data_root": "/tmp/kk-containerd"}},
+    });
+    let Value::Object(m) = settings else {
+        unreachable!()
+    };
+    EngineDriver::new(dir.join("capkk-work"))
+        .unwrap()
+        .with_settings(m as Map<String, Value>)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs every build phase in order; the changed tasks of each.
+fn build(rt: &tokio::runtime::Runtime, d: &EngineDriver, job: &Job) -> Vec<(Phase, Vec<String>)> {
+    Phase::BUILD
+        .iter()
+        .map(|&p| {
+            let t = std::time::Instant::now();
+            let r = rt
+                .block_on(d.run_phase(p, job))
+                .unwrap_or_else(|e| panic!("{} failed: {}", p.as_str(), e));
+            eprintln!(
+                "capkk_machine: {} in {:.1}s, changed {}",
+                p.as_str(),
+                t.elapsed().as_secs_f64(),
+                r.changed
+            );
+            (p, r.changed_tasks)
+        })
+        .collect()
+}
+
+#[test]
+fn containerd_machine_through_every_phase_then_reset() {
+    let started = std::time::Instant::now();
+    let bed = TestBed::start(1).expect("boot a test host");
+    let dir = tempfile::tempdir().unwrap();
+    let a = serve(dir.path(), false);
+    let d = driver(dir.path());
+    let job = job(&bed, &a, "containerd");
+    let rt = runtime();
+
+    let first = build(&rt, &d, &job);
+    for (p, changed) in &first {
+        if *p != Phase::Repository {
+            assert!(!changed.is_empty(), "{} changed nothing", p.as_str());
+        }
+    }
+
+    // bootstrap: directories, hostname, the kube user.
+    assert_eq!(sh(&bed, 0, "hostname"), NAME);
+    assert_eq!(sh(&bed, 0, "cat /etc/hostname"), NAME);
+    sh(
+        &bed,
+        0,
+        "test -d /etc/kubernetes/manifests && test -d /var/lib/kubelet && test -d /opt/cni/bin && test -d /etc/cni/net.d",
+    );
+    let kube = sh(&bed, 0, "getent passwd kube");
+    assert!(kube.ends_with(":/sbin/nologin"), "{}", kube);
+    // The sysctl the cluster needs (per network namespace, so the host's own).
+    assert_eq!(sh(&bed, 0, "sysctl -n net.ipv4.ip_forward"), "1");
+    // repository: the packages the node needs and the one asked for.
+    for p in ["conntrack", "socat", "ipset", "ebtables", "ipvsadm", "curl"] {
+        assert_eq!(
+            sh(&bed, 0, &format!("dpkg-query -W -f='${{Status}}' {p}")),
+            "install ok installed",
+            "{p}"
+        );
+    }
+    // binary: each with the served sha256.
+    for (id, path) in [
+        ("kubeadm", "/usr/local/bin/kubeadm"),
+        ("kubelet", "/usr/local/bin/kubelet"),
+        ("kubectl", "/usr/local/bin/kubectl"),
+    ] {
+        let got = sh(&bed, 0, &format!("sha256sum {path} | cut -d' ' -f1"));
+        assert_eq!(got, a.sums[id], "{path}");
+    }
+    sh(
+        &bed,
+        0,
+        "test -x /opt/cni/bin/bridge && test -x /opt/cni/bin/loopback && test -x /usr/local/bin/crictl && systemctl is-enabled kubelet",
+    );
+    // container_manager: containerd runs, with Debian's runc.
+    assert_eq!(sh(&bed, 0, "systemctl is-active containerd"), "active");
+    assert!(sh(&bed, 0, "/usr/local/bin/containerd --version").contains("1.7.24"));
+    // provisioning: files with content, mode and owner; kubeadm init as asked.
+    assert_eq!(
+        sh(&bed, 0, "cat /etc/kubernetes/capkk-note.conf"),
+        "owned by kube\nappended"
+    );
+    assert_eq!(
+        sh(
+            &bed,
+            0,
+            "stat -c '%a %U %G' /etc/kubernetes/capkk-note.conf /run/kubeadm/kubeadm.yaml"
+        ),
+        "640 kube kube\n600 root root"
+    );
+    assert_eq!(
+        sh(&bed, 0, "cat /run/cluster-api/bootstrap-success.complete"),
+        "success"
+    );
+    let inits: Vec<Value> = journal(&bed, 0)
+        .into_iter()
+        .filter(|e| e["tool"] == "kubeadm" && e["args"][0] == "init")
+        .collect();
+    assert_eq!(inits.len(), 1, "{:?}", inits);
+    assert_eq!(
+        inits[0]["args"],
+        json!(["init", "--config", "/run/kubeadm/kubeadm.yaml"])
+    );
+    assert_eq!(inits[0]["exit"], 0, "{}", inits[0]);
+    let before = sh(
+        &bed,
+        0,
+        "find /etc /usr/local /opt /var/lib/capkk /run/kubeadm -xdev -printf '%p %s %m %T@\\n' 2>/dev/null | LC_ALL=C sort",
+    );
+
+    // Again: nothing changes.
+    for (p, changed) in build(&rt, &d, &job) {
+        assert!(
+            changed.is_empty(),
+            "{} changed again: {:?}",
+            p.as_str(),
+            changed
+        );
+    }
+    let after = sh(
+        &bed,
+        0,
+        "find /etc /usr/local /opt /var/lib/capkk /run/kubeadm -xdev -printf '%p %s %m %T@\\n' 2>/dev/null | LC_ALL=C sort",
+    );
+    assert_eq!(before, after, "a second run touched files");
+
+    // Reset: clean and reusable; a second reset changes nothing.
+    let r = rt.block_on(d.run_phase(Phase::Reset, &job)).unwrap();
+    assert!(r.changed > 0);
+    let left = sh(
+        &bed,
+        0,
+        "for f in /usr/local/bin/kubeadm /usr/local/bin/kubelet /usr/local/bin/kubectl /usr/local/bin/crictl /usr/local/bin/containerd /usr/local/bin/runc /etc/kubernetes /var/lib/kubelet /opt/cni /etc/cni /etc/containerd /tmp/kk-containerd /var/lib/capkk /etc/systemd/system/kubelet.service /etc/systemd/system/containerd.service; do [ ! -e $f ] || echo $f; done; getent passwd kube; getent group kube; true",
+    );
+    assert_eq!(left, "", "left after reset");
+    assert_eq!(
+        sh(&bed, 0, "systemctl is-active containerd kubelet || true"),
+        "inactive\ninactive"
+    );
+    let resets = journal(&bed, 0)
+        .into_iter()
+        .filter(|e| e["tool"] == "kubeadm" && e["args"][0] == "reset")
+        .count();
+    assert_eq!(resets, 1);
+    let again = rt.block_on(d.run_phase(Phase::Reset, &job)).unwrap();
+    assert_eq!(again.changed, 0, "{:?}", again.changed_tasks);
+    eprintln!(
+        "capkk_machine: containerd flow in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn docker_machine_with_cri_dockerd_then_reset() {
+    let started = std::time::Instant::now();
+    let bed = TestBed::start(1).expect("boot a test host");
+    let dir = tempfile::tempdir().unwrap();
+    let a = serve(dir.path(), true);
+    let d = driver(dir.path());
+    let job = job(&bed, &a, "docker");
+    let rt = runtime();
+    build(&rt, &d, &job);
+    assert_eq!(
+        sh(&bed, 0, "systemctl is-active docker cri-docker"),
+        "active\nactive"
+    );
+    assert!(sh(&bed, 0, "docker version --format '{{.Server.Version}}'").contains("26.1.5"));
+    assert_eq!(
+        sh(
+            &bed,
+            0,
+            "test -x /usr/local/bin/containerd && echo no-separate-runtime || echo none"
+        ),
+        "no-separate-runtime",
+        "docker's own containerd is installed with it"
+    );
+    let init = journal(&bed, 0)
+        .into_iter()
+        .find(|e| e["tool"] == "kubeadm" && e["args"][0] == "init")
+        .expect("kubeadm init ran");
+    assert_eq!(init["exit"], 0, "{}", init);
+    // The runtime phase again: nothing to do.
+    let r = rt
+        .block_on(d.run_phase(Phase::ContainerManager, &job))
+        .unwrap();
+    assert_eq!(r.changed, 0, "{:?}", r.changed_tasks);
+
+    rt.block_on(d.run_phase(Phase::Reset, &job)).unwrap();
+    let left = sh(
+        &bed,
+        0,
+        "for f in /usr/local/bin/docker /usr/local/bin/dockerd /usr/local/bin/cri-dockerd /usr/local/bin/kubeadm /etc/systemd/system/docker.service /etc/systemd/system/cri-docker.service /var/lib/capkk /etc/kubernetes; do [ ! -e $f ] || echo $f; done",
+    );
+    assert_eq!(left, "", "left after reset");
+    let again = rt.block_on(d.run_phase(Phase::Reset, &job)).unwrap();
+    assert_eq!(again.changed, 0, "{:?}", again.changed_tasks);
+    eprintln!(
+        "capkk_machine: docker flow in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn unreachable_is_retryable_and_a_wrong_sha256_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = serve(dir.path(), false);
+    let d = driver(dir.path());
+    let rt = runtime();
+    let mut job = Job {
+        instance: KKInstanceSpec {
+            name: "capkk-gone".into(),
+            // Nothing listens on loopback port 1.
+            address: "127.0.0.1".into(),
+            auth: Auth {
+                port: Some(1),
+                password: "Not-In-Output-77".into(),
+                timeout: Some("3s".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        cluster: KKClusterSpec {
+            component: Some(Component {
+                overrides: a.overrides(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        kubernetes_version: Some(KUBE.into()),
+        ..Default::default()
+    };
+    let e = rt
+        .block_on(d.run_phase(Phase::Bootstrap, &job))
+        .unwrap_err();
+    eprintln!("capkk_machine: unreachable → {}", e.message);
+    assert!(e.retryable, "{}", e.message);
+    assert!(e.message.contains("unreachable"), "{}", e.message);
+    assert!(!e.message.contains("Not-In-Output-77"), "{}", e.message);
+
+    // The binary phase downloads on the controller first: a wrong digest stops it there.
+    let wrong = "0".repeat(64);
+    let comp = job.cluster.component.as_mut().unwrap();
+    comp.overrides
+        .iter_mut()
+        .find(|o| o.id == "kubeadm")
+        .unwrap()
+        .checksum
+        .value = wrong.clone();
+    let e = rt.block_on(d.run_phase(Phase::Binary, &job)).unwrap_err();
+    eprintln!("capkk_machine: wrong sha256 → {}", e.message);
+    assert!(!e.retryable, "{}", e.message);
+    for want in [
+        a.srv.url(&format!("cn/kube/{KUBE}/kubeadm")),
+        wrong,
+        a.sums["kubeadm"].clone(),
+    ] {
+        assert!(e.message.contains(&want), "no {} in: {}", want, e.message);
+    }
+    assert!(
+        !d.workdir()
+            .join(format!("kubekey/kube/{KUBE}/amd64/kubeadm"))
+            .exists(),
+        "the refused file was stored"
+    );
+}
