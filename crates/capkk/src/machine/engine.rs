@@ -16,15 +16,8 @@ use serde_json::{json, Map, Value};
 use super::{bundle, steps, vars, Driver, Job, MachineError, Phase};
 use crate::api::Role;
 
-/// One engine run at a time in this process: the engine keeps its SSH sockets and key
-/// files in one runtime directory per process (`$TMPDIR/kk-<pid>`) and removes it when any
-/// run ends, which would cut the connections of a run still going (seen as "Couldn't open
-/// logfile …/ssh-…/log" unreachable errors with two phases at once). Until the engine's
-/// runtime directory is per run, the driver queues the runs.
-static ENGINE_RUN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// Runs the phases with kk's engine. One driver serves every instance; each call is an
-/// independent engine run (queued behind the others of the process: see `ENGINE_RUN`).
+/// independent engine run; runs for different machines go on at once.
 #[derive(Clone, Debug)]
 pub struct EngineDriver {
     workdir: PathBuf,
@@ -115,10 +108,7 @@ impl EngineDriver {
             },
         };
         let recorder = Arc::new(Recorder::default());
-        let outcome = {
-            let _one_at_a_time = ENGINE_RUN.lock().await;
-            run_playbook(opts, recorder.clone()).await
-        };
+        let outcome = run_playbook(opts, recorder.clone()).await;
         drop(key_file);
         let events =
             std::mem::take(&mut *recorder.events.lock().unwrap_or_else(|e| e.into_inner()));

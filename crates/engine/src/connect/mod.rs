@@ -323,6 +323,37 @@ pub fn remove_runtime_dir() {
     let _ = std::fs::remove_dir_all(runtime_dir());
 }
 
+/// How many engine runs of this process are going on: they share [`runtime_dir`] (each
+/// connection has its own directory inside), so only the last one to end removes it.
+/// kk runs one playbook at a time; kk-capkk runs one per machine at once.
+static RUNS_IN_RUNTIME_DIR: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+
+/// Held by a run while its connections may use [`runtime_dir`]; dropping the last one
+/// removes the directory (its sockets and secret files), however the run ended.
+pub(crate) struct RuntimeDirUse(());
+
+impl RuntimeDirUse {
+    /// Counts a run in.
+    pub(crate) fn enter() -> RuntimeDirUse {
+        *RUNS_IN_RUNTIME_DIR
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) += 1;
+        RuntimeDirUse(())
+    }
+}
+
+impl Drop for RuntimeDirUse {
+    fn drop(&mut self) {
+        let mut runs = RUNS_IN_RUNTIME_DIR
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *runs -= 1;
+        if *runs == 0 {
+            remove_runtime_dir();
+        }
+    }
+}
+
 /// Cleans up after earlier runs that could not (killed with SIGKILL, or the machine went
 /// down): each `kk-<pid>` runtime dir whose process is gone has its SSH masters stopped
 /// (`ssh -O exit`; the hosts then stop what those runs had started there, see

@@ -342,6 +342,8 @@ async fn run_loaded(
         playbook_dir.clone()
     })
     .unwrap_or(playbook_dir.clone());
+    // Dropped after the runner (its connections) on every way out of the run.
+    let runtime_dir = crate::connect::RuntimeDirUse::enter();
     let runner = Arc::new(Runner {
         templar: Arc::new(Templar::new()),
         reporter,
@@ -397,7 +399,7 @@ async fn run_loaded(
     for (_, c) in conns {
         c.close().await;
     }
-    crate::connect::remove_runtime_dir();
+    drop(runtime_dir);
     let hosts = runner.hosts.lock().unwrap().clone();
     let mut recap = IndexMap::new();
     // Ansible's exit code: unreachable hosts win over failed ones, except when a play's
