@@ -64,9 +64,9 @@ struct Target {
 
 fn parse_path(path: &str) -> Option<Target> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (prefix, rest) = match segs.first()? {
-        &"api" if segs.len() >= 2 => (segs[..2].join("/"), &segs[2..]),
-        &"apis" if segs.len() >= 3 => (segs[..3].join("/"), &segs[3..]),
+    let (prefix, rest) = match *segs.first()? {
+        "api" if segs.len() >= 2 => (segs[..2].join("/"), &segs[2..]),
+        "apis" if segs.len() >= 3 => (segs[..3].join("/"), &segs[3..]),
         _ => return None,
     };
     let (ns, rest) = match rest {
@@ -258,9 +258,11 @@ impl FakeApi {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        let parsed = || {
-            serde_json::from_slice::<Value>(&body)
-                .map_err(|e| failure(400, "BadRequest", format!("body is not JSON: {e}")))
+        let writes = [Method::POST, Method::PATCH, Method::PUT].contains(&parts.method);
+        let v: Value = match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(_) if !writes => Value::Null,
+            Err(e) => return failure(400, "BadRequest", format!("body is not JSON: {e}")),
         };
         match (parts.method.clone(), &t.name) {
             (Method::GET, None) if q.get("watch").is_some_and(|w| w == "true" || w == "1") => {
@@ -268,10 +270,7 @@ impl FakeApi {
             }
             (Method::GET, None) => self.list(&t, &q),
             (Method::GET, Some(name)) => self.get(&t, name),
-            (Method::POST, None) => match parsed() {
-                Ok(v) => self.create(&t, v),
-                Err(r) => r,
-            },
+            (Method::POST, None) => self.create(&t, v),
             (Method::PATCH, Some(name)) => {
                 if ctype.starts_with("application/json-patch") {
                     return failure(
@@ -280,38 +279,33 @@ impl FakeApi {
                         "the fake applies merge patches only".into(),
                     );
                 }
-                match parsed() {
-                    Ok(v) => self.write(
-                        &t,
-                        name,
-                        |obj| {
-                            merge(obj, &v);
-                            Ok(())
-                        },
-                        v["metadata"]["resourceVersion"]
-                            .as_str()
-                            .map(str::to_string),
-                    ),
-                    Err(r) => r,
-                }
+                let rv = v["metadata"]["resourceVersion"]
+                    .as_str()
+                    .map(str::to_string);
+                self.write(
+                    &t,
+                    name,
+                    |obj| {
+                        merge(obj, &v);
+                        Ok(())
+                    },
+                    rv,
+                )
             }
-            (Method::PUT, Some(name)) => match parsed() {
-                Ok(v) => {
-                    let rv = v["metadata"]["resourceVersion"]
-                        .as_str()
-                        .map(str::to_string);
-                    self.write(
-                        &t,
-                        name,
-                        |obj| {
-                            *obj = v.clone();
-                            Ok(())
-                        },
-                        rv,
-                    )
-                }
-                Err(r) => r,
-            },
+            (Method::PUT, Some(name)) => {
+                let rv = v["metadata"]["resourceVersion"]
+                    .as_str()
+                    .map(str::to_string);
+                self.write(
+                    &t,
+                    name,
+                    |obj| {
+                        *obj = v.clone();
+                        Ok(())
+                    },
+                    rv,
+                )
+            }
             (Method::DELETE, Some(name)) => self.delete(&t, name),
             (m, _) => failure(
                 405,

@@ -14,6 +14,7 @@ pub mod conditions;
 pub mod kkcluster;
 pub mod kkinstance;
 pub mod kkmachine;
+pub mod manager;
 mod patch;
 
 #[cfg(test)]
