@@ -205,6 +205,12 @@ pub async fn reconcile(obj: Arc<KKInstance>, ctx: Arc<Context>) -> Result<Action
         return Ok(Action::await_change());
     }
     set_finalizer(&api, &ki, KKINSTANCE_FINALIZER, true).await?;
+    let mut written = old;
+    if status.state.is_none() {
+        status.state = Some(InstanceState::Pending);
+        patch_status(&api, &name, &written, &status).await?;
+        written = status.clone();
+    }
     if kkc.is_none() {
         tracing::info!(kkinstance = %name, "waiting for its KKCluster");
         return Ok(Action::requeue(WAIT));
@@ -221,11 +227,8 @@ pub async fn reconcile(obj: Arc<KKInstance>, ctx: Arc<Context>) -> Result<Action
     if pending.is_empty() {
         status.state = Some(InstanceState::Running);
         conditions::mark_true(&mut status.conditions, "Ready", &now);
-        patch_status(&api, &name, &old, &status).await?;
+        patch_status(&api, &name, &written, &status).await?;
         return Ok(Action::await_change());
-    }
-    if status.state.is_none() {
-        status.state = Some(InstanceState::Pending);
     }
     let auth = match resolve_auth(&ctx, &ki.spec.auth).await {
         Ok(a) => a,
@@ -238,13 +241,12 @@ pub async fn reconcile(obj: Arc<KKInstance>, ctx: Arc<Context>) -> Result<Action
                 &e.message,
                 &now,
             );
-            patch_status(&api, &name, &old, &status).await?;
+            patch_status(&api, &name, &written, &status).await?;
             return Ok(Action::requeue(ctx.backoff.next(&key)));
         }
     };
     job.instance.auth = auth;
 
-    let mut written = old;
     for phase in pending {
         let cond = phase_condition(phase).0;
         if phase == Phase::Provisioning {

@@ -229,6 +229,15 @@ async fn missing_auth_secret_is_retryable_and_runs_nothing() {
     w.kkmachine("kk-m1").await;
     assert_eq!(w.kkinstance("w1").await, Action::requeue(Backoff::BASE));
     assert!(w.driver.phases().is_empty());
+    let kkm = w.get::<KKMachine>("kk-m1").await.unwrap();
+    assert_eq!(
+        kkm.status.unwrap().instance_state,
+        None,
+        "not yet seen by the KKMachine"
+    );
+    w.kkmachine("kk-m1").await;
+    let ms = w.get::<KKMachine>("kk-m1").await.unwrap().status.unwrap();
+    assert_eq!(ms.instance_state, Some(InstanceState::Pending));
     let st = w.get::<KKInstance>("w1").await.unwrap().status.unwrap();
     assert_eq!(st.state, Some(InstanceState::Pending));
     let ready = st.conditions.iter().find(|c| c.type_ == "Ready").unwrap();

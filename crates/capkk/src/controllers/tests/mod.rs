@@ -3,6 +3,7 @@
 //! deletion with finalizers, status and conditions, pause, errors), and one run of the
 //! real kube-runtime `Controller` loops over the fake's watches.
 
+mod fake;
 mod leader;
 mod lifecycle;
 mod selection;
