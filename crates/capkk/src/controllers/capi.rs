@@ -76,6 +76,9 @@ pub struct MachineSpec {
     /// The Kubernetes version (`v1.33.0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The infrastructure machine (our KKMachine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infrastructure_ref: Option<Reference>,
 }
 
 /// A Machine's bootstrap: the Secret holding its bootstrap data, once the bootstrap
@@ -94,4 +97,18 @@ pub fn owner_name(meta: &kube::api::ObjectMeta, group: &str, kind: &str) -> Opti
         let g = o.api_version.split('/').next().unwrap_or("");
         (o.kind == kind && g == group).then(|| o.name.clone())
     })
+}
+
+/// The object of `kind` a Cluster API object's `infrastructureRef` names, in its
+/// namespace: how a change of a Cluster or Machine wakes the KKCluster or KKMachine up.
+pub fn infrastructure_object<K>(
+    meta: &kube::api::ObjectMeta,
+    reference: Option<&Reference>,
+    kind: &str,
+) -> Option<kube::runtime::reflector::ObjectRef<K>>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    let r = reference.filter(|r| r.kind == kind && !r.name.is_empty())?;
+    Some(kube::runtime::reflector::ObjectRef::new(&r.name).within(meta.namespace.as_deref()?))
 }

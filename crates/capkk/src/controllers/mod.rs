@@ -251,7 +251,9 @@ fn error_policy<K: Resource<DynamicType = ()>>(
 }
 
 /// Runs the three controllers on every namespace until `shutdown` completes, then lets
-/// the running reconciles finish.
+/// the running reconciles finish. Besides their own kind, KKClusters are woken by their
+/// Cluster, KKMachines by their Machine (bootstrap data) and KKInstances; what else they
+/// wait for is looked at again after [`WAIT`].
 pub async fn run<S>(ctx: Arc<Context>, shutdown: S)
 where
     S: Future<Output = ()> + Send + Sync + 'static,
@@ -265,6 +267,17 @@ where
         Api::<KKCluster>::all(client.clone()),
         watcher::Config::default(),
     )
+    .watches(
+        Api::<capi::Cluster>::all(client.clone()),
+        watcher::Config::default(),
+        |c| {
+            capi::infrastructure_object(
+                &c.metadata,
+                c.spec.infrastructure_ref.as_ref(),
+                "KKCluster",
+            )
+        },
+    )
     .graceful_shutdown_on(stop(rx.clone()))
     .run(kkcluster::reconcile, error_policy, ctx.clone())
     .for_each(|res| async move { log_result("KKCluster", res) });
@@ -275,6 +288,17 @@ where
     .owns(
         Api::<KKInstance>::all(client.clone()),
         watcher::Config::default(),
+    )
+    .watches(
+        Api::<capi::Machine>::all(client.clone()),
+        watcher::Config::default(),
+        |m| {
+            capi::infrastructure_object(
+                &m.metadata,
+                m.spec.infrastructure_ref.as_ref(),
+                "KKMachine",
+            )
+        },
     )
     .graceful_shutdown_on(stop(rx.clone()))
     .run(kkmachine::reconcile, error_policy, ctx.clone())

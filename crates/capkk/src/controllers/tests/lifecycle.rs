@@ -3,7 +3,7 @@
 
 use super::super::kkinstance::{scrub, CREATE_ERROR};
 use super::super::kkmachine::INSTANCE_READY;
-use super::super::{phase_condition, Backoff};
+use super::super::{capi, phase_condition, Backoff};
 use super::world::*;
 use crate::api::*;
 use crate::machine::Phase;
@@ -413,7 +413,29 @@ async fn the_controller_loops_build_and_release_a_machine_over_watches() {
     let run = tokio::spawn(super::super::run(w.ctx.clone(), async move {
         let _ = rx.await;
     }));
-    w.machine("m1", vec![Role::ControlPlane]).await;
+    // The bootstrap data comes later: the Machine's watch, not the 10 s WAIT, resumes it.
+    w.machine_with("m1", vec![Role::ControlPlane], false).await;
+    let waiting = async {
+        loop {
+            let st = w.get::<KKMachine>("kk-m1").await.and_then(|k| k.status);
+            if st.is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.reason == "WaitingForBootstrapData")
+            }) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the KKMachine waits for data");
+    let data = json!({"spec": {"bootstrap": {"dataSecretName": "m1-bootstrap"}}});
+    Api::<capi::Machine>::namespaced(w.client.clone(), NS)
+        .patch("m1", &PatchParams::default(), &Patch::Merge(&data))
+        .await
+        .unwrap();
     let ready = async {
         loop {
             let kkm: Option<KKMachine> = w.get("kk-m1").await;
@@ -423,9 +445,9 @@ async fn the_controller_loops_build_and_release_a_machine_over_watches() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(30), ready)
+    tokio::time::timeout(Duration::from_secs(5), ready)
         .await
-        .expect("the KKMachine became ready");
+        .expect("the KKMachine became ready, sooner than WAIT");
     assert!(
         w.get::<KKCluster>("kkc1")
             .await
@@ -460,5 +482,4 @@ async fn the_controller_loops_build_and_release_a_machine_over_watches() {
         .filter(|p| p.0 == Phase::Reset)
         .count();
     assert_eq!(resets, 1);
-    let _ = (Patch::Merge(json!({})), PatchParams::default());
 }

@@ -205,6 +205,11 @@ impl World {
 
     /// A Machine `name` with bootstrap data, and its KKMachine `kk-<name>` with `roles`.
     pub async fn machine(&self, name: &str, roles: Vec<Role>) {
+        self.machine_with(name, roles, true).await
+    }
+
+    /// The same, the Machine's bootstrap data Secret named or not yet.
+    pub async fn machine_with(&self, name: &str, roles: Vec<Role>, with_data: bool) {
         let secret_name = format!("{name}-bootstrap");
         let secret: Secret = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Secret",
@@ -221,9 +226,14 @@ impl World {
             capi::MachineSpec {
                 cluster_name: "c1".into(),
                 bootstrap: capi::Bootstrap {
-                    data_secret_name: Some(secret_name),
+                    data_secret_name: with_data.then_some(secret_name),
                 },
                 version: Some("v1.33.0".into()),
+                infrastructure_ref: Some(capi::Reference {
+                    kind: "KKMachine".into(),
+                    name: format!("kk-{name}"),
+                    api_version: "infrastructure.cluster.x-k8s.io/v1beta1".into(),
+                }),
             },
         );
         m.metadata.namespace = Some(NS.into());
