@@ -51,6 +51,11 @@ const RENEW_EVERY: Duration = Duration::from_secs(5);
 
 /// Connects and runs the controllers with `driver` until a signal (or a lost Lease).
 pub async fn run_manager(args: &RunArgs, driver: Arc<dyn Driver>) -> Result<(), Error> {
+    // Logs to stderr, INFO and up (a subscriber set by the caller wins).
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(std::io::stderr)
+        .try_init();
     let client = Client::try_default().await?;
     let namespace = args.namespace();
     let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<String>();
