@@ -143,6 +143,26 @@ fn steps(ip: &str, socket: &str) -> Value {
     ])
 }
 
+/// The same as a kubeadm control plane's cloud-config as Cluster API's bootstrap provider
+/// writes it (a Jinja-templated document: the node name comes from the machine), mapped
+/// by capkk::provisioning on the way to the playbook.
+fn cloud_config(ip: &str, socket: &str) -> String {
+    let kubeadm = kubeadm_yaml(ip, socket).replace(
+        &format!("name: {NAME},"),
+        "name: '{{ ds.meta_data.local_hostname }}',",
+    );
+    let indented: String = kubeadm.lines().map(|l| format!("      {l}\n")).collect();
+    format!(
+        "## template: jinja\n#cloud-config\n\nwrite_files:\n\
+-   path: /etc/kubernetes/capkk-note.conf\n    owner: kube:kube\n    permissions: '0640'\n    encoding: b64\n    content: {note}\n\
+-   path: /run/kubeadm/kubeadm.yaml\n    owner: root:root\n    permissions: '0600'\n    content: |\n{indented}\
+-   path: /etc/kubernetes/capkk-note.conf\n    owner: kube:kube\n    permissions: '0640'\n    append: true\n    content: |\n      appended\n\
+-   path: /run/cluster-api/placeholder\n    owner: root:root\n    permissions: '0640'\n    content: \"creates /run/cluster-api\"\n\
+runcmd:\n  - 'kubeadm init --config /run/kubeadm/kubeadm.yaml  && echo success > /run/cluster-api/bootstrap-success.complete'\n",
+        note = b64("owned by kube\n"),
+    )
+}
+
 fn job(bed: &TestBed, a: &Artifacts, manager: &str) -> Job {
     let h = &bed.hosts()[0];
     let socket = if manager == "docker" {
@@ -180,9 +200,17 @@ fn job(bed: &TestBed, a: &Artifacts, manager: &str) -> Job {
             ..Default::default()
         },
         kubernetes_version: Some(KUBE.into()),
-        bootstrap_data: Some(BootstrapData {
-            value: steps(&h.ip.to_string(), socket).to_string().into_bytes(),
-            format: capkk::machine::steps::STEPS_FORMAT.into(),
+        // containerd gets Cluster API's cloud-config, docker the mapped steps directly.
+        bootstrap_data: Some(if manager == "containerd" {
+            BootstrapData {
+                value: cloud_config(&h.ip.to_string(), socket).into_bytes(),
+                format: "cloud-config".into(),
+            }
+        } else {
+            BootstrapData {
+                value: steps(&h.ip.to_string(), socket).to_string().into_bytes(),
+                format: capkk::machine::steps::STEPS_FORMAT.into(),
+            }
         }),
     }
 }
@@ -306,6 +334,12 @@ fn containerd_machine_through_every_phase_then_reset() {
     assert_eq!(
         sh(&bed, 0, "cat /run/cluster-api/bootstrap-success.complete"),
         "success"
+    );
+    // The Jinja template rendered with the machine's name.
+    assert!(
+        sh(&bed, 0, "cat /run/kubeadm/kubeadm.yaml").contains(&format!("name: '{NAME}'")),
+        "{}",
+        sh(&bed, 0, "cat /run/kubeadm/kubeadm.yaml")
     );
     let inits: Vec<Value> = journal(&bed, 0)
         .into_iter()

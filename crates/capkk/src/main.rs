@@ -68,8 +68,10 @@ kk, type InfrastructureProvider; label cluster.x-k8s.io/provider=infrastructure-
         #[arg(long, value_name = "IMAGE")]
         image: Option<String>,
     },
-    // The controller manager (`kk-capkk run`: the KKCluster, KKMachine and KKInstance
-    // controllers, which config/manager/manager.yaml starts) is added here as `Run`.
+    /// Run the KKCluster, KKMachine and KKInstance controllers against the cluster of the
+    /// kubeconfig (or, in a Pod, its service account) until SIGTERM; `--leader-elect` for
+    /// more than one replica.
+    Run(capkk::controllers::manager::RunArgs),
 }
 
 /// Writes `text` to stdout; a reader that went away (`kk-capkk crds | head`) ends the
@@ -109,6 +111,11 @@ fn main() -> ExitCode {
         Command::Manifests { image } => {
             write_stdout(&capkk::api::manifests::manifests(image.as_deref()))
         }
+        Command::Run(args) => engine_driver().and_then(|driver| {
+            let rt = tokio::runtime::Runtime::new().map_err(|e| format!("tokio: {e}"))?;
+            rt.block_on(capkk::controllers::manager::run_manager(&args, driver))
+                .map_err(|e| e.to_string())
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -117,6 +124,16 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The machine side of `run`: kk's engine running the phase playbooks, its files (the
+/// bundled playbooks and roles, downloads) under `$TMPDIR/kk-capkk` (the Deployment's
+/// writable emptyDir).
+fn engine_driver() -> Result<std::sync::Arc<dyn capkk::machine::Driver>, String> {
+    let dir = std::env::temp_dir().join("kk-capkk");
+    let driver = capkk::machine::EngineDriver::new(&dir)
+        .map_err(|e| format!("cannot prepare {}: {e}", dir.display()))?;
+    Ok(std::sync::Arc::new(driver))
 }
 
 #[cfg(test)]

@@ -30,17 +30,14 @@ pub fn from_job(job: &Job) -> Result<Value, MachineError> {
     let data = job.bootstrap_data.as_ref().ok_or_else(|| {
         bad("the provisioning phase needs the Machine's bootstrap data; the Job has none (is the bootstrap Secret ready?)".into())
     })?;
-    let raw = to_steps(data)?;
+    let raw = to_steps(data, &job.instance.name)?;
     check(&raw)
 }
 
-// ---------------------------------------------------------------------------------------
-// INTEGRATION POINT (issue 19): bootstrap data → steps.
-// `capkk::provisioning::parse(value, format)` (cloud-init `write_files`/`runcmd`, ignition)
-// is written by another part of the work; connect it in the `_` arm below. Until then only
-// data already in the steps form (`capkk-steps+json`) is accepted.
-// ---------------------------------------------------------------------------------------
-fn to_steps(data: &BootstrapData) -> Result<Value, MachineError> {
+/// Bootstrap data → steps: data already in the steps form (`capkk-steps+json`, for tests
+/// and tools), or Cluster API's cloud-config / ignition mapped by [`crate::provisioning`]
+/// (a templated cloud-config's `ds.meta_data` names are the instance's name).
+fn to_steps(data: &BootstrapData, machine: &str) -> Result<Value, MachineError> {
     match data.format.as_str() {
         STEPS_FORMAT => serde_json::from_slice(&data.value).map_err(|e| {
             bad(format!(
@@ -48,11 +45,18 @@ fn to_steps(data: &BootstrapData) -> Result<Value, MachineError> {
                 STEPS_FORMAT, e
             ))
         }),
-        other => Err(bad(format!(
-            "bootstrap data of format `{}` cannot be mapped yet (the cloud-init/ignition mapping is not connected); expected `{}`",
-            if other.is_empty() { "cloud-config" } else { other },
-            STEPS_FORMAT
-        ))),
+        format => {
+            let format = if format.is_empty() {
+                "cloud-config"
+            } else {
+                format
+            };
+            let meta = crate::provisioning::Metadata::for_machine(machine);
+            let steps = crate::provisioning::parse_with(&data.value, format, &meta)
+                .map_err(|e| bad(format!("the bootstrap data cannot be applied: {}", e)))?;
+            serde_json::to_value(&steps)
+                .map_err(|e| bad(format!("the provisioning steps do not serialize: {}", e)))
+        }
     }
 }
 
@@ -71,7 +75,7 @@ pub fn check(raw: &Value) -> Result<Value, MachineError> {
         let obj = item.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
             at(format!(
                 "expected a mapping with exactly one of write_file, mkdir, shell, argv; found {}",
-                item
+                kind(item)
             ))
         })?;
         let (key, v) = obj.iter().next().expect("one entry");
@@ -268,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_steps_format_is_read_until_the_mapping_is_connected() {
+    fn steps_json_and_cloud_config_are_read_and_bad_data_is_refused() {
         let job = |format: &str, value: &str| Job {
             bootstrap_data: Some(BootstrapData {
                 value: value.as_bytes().to_vec(),
@@ -281,7 +285,17 @@ mod tests {
             .unwrap_err()
             .message
             .contains("not JSON"));
-        assert!(from_job(&job("cloud-config", "#cloud-config")).is_err());
+        let mapped = from_job(&job(
+            "cloud-config",
+            "#cloud-config\nruncmd:\n  - kubeadm join --token abcdef.0123456789abcdef 10.0.0.1:6443\n",
+        ))
+        .unwrap();
+        assert_eq!(mapped.as_array().map(Vec::len), Some(1), "{mapped}");
+        let e = from_job(&job("cloud-config", "#cloud-config\nruncmd: {}\n")).unwrap_err();
+        assert!(e.message.contains("runcmd"), "{}", e.message);
+        assert!(!e.retryable);
+        let secret = from_job(&job(STEPS_FORMAT, r#"[["hunter2-token"]]"#)).unwrap_err();
+        assert!(!secret.message.contains("hunter2"), "{}", secret.message);
         assert!(from_job(&Job::default())
             .unwrap_err()
             .message
