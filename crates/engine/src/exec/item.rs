@@ -293,7 +293,17 @@ impl Runner {
             Err(e) => return err(e.at(&t.span)),
         };
         let (conn, delegation) = if conn_host == host {
-            (self.connection(host, view, remote_user), None)
+            let conn = self.connection(host, view, remote_user);
+            // `delegate_to` naming the host itself is still a delegation (synchronize
+            // then runs rsync on the host).
+            let delegation = match (&delegate, &conn) {
+                (Some(_), Ok(c)) => Some(modules::Delegation {
+                    to: conn_host.clone(),
+                    host_conn: Ok(c.clone()),
+                }),
+                _ => None,
+            };
+            (conn, delegation)
         } else {
             let hv = self.hostvars(pc.vars.clone());
             let dview = self.view(pc, &Scope::default(), &conn_host, None, &hv);

@@ -351,8 +351,8 @@ pub struct ModuleContext {
     pub span: Option<Span>,
     /// Live status for people watching (text output on a terminal); `None` when unused.
     pub progress: Option<ProgressFn>,
-    /// Under `delegate_to` a host other than the task's own: who runs it, and the task
-    /// host's own connection, for a module that reaches the host from the delegate
+    /// Under `delegate_to` (even to the host itself): who runs it, and the task host's
+    /// own connection, for a module that reaches the host from the delegate
     /// (`synchronize`). `None` without delegation.
     pub delegation: Option<Delegation>,
 }

@@ -113,6 +113,9 @@ const VALID: &[&str] = &[
 /// What rsync's `--out-format` puts before each itemized line: a line means a change.
 const CHANGED_MARKER: &str = "<<CHANGED>>";
 
+/// The start of Ansible's message for a program not found (`get_bin_path`).
+const NOT_FOUND: &str = "Failed to find required executable";
+
 /// Copies files with rsync between the controller (or the delegate) and the host.
 pub struct Synchronize;
 
@@ -185,8 +188,12 @@ impl Module for Synchronize {
         };
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.rc == 127 && stderr.starts_with(NOT_FOUND) {
+            // Ansible fails before running anything: a message only.
+            return Ok(ModuleResult::failed(explain_failure(ctx, &route, stderr)));
+        }
         if out.rc != 0 {
-            let msg = explain_failure(ctx, &route, out.rc, stderr);
+            let msg = explain_failure(ctx, &route, stderr);
             return Ok(ModuleResult::failed(msg)
                 .with("rc", out.rc)
                 .with("cmd", cmd));
@@ -433,14 +440,14 @@ fn rsh(a: &SyncArgs, t: &Tunnel) -> String {
 
 /// Ansible's failure message (rsync's standard error), with which side lacks rsync and
 /// how to fix it when that is the cause.
-fn explain_failure(ctx: &ModuleContext, route: &Route, rc: i32, stderr: String) -> String {
+fn explain_failure(ctx: &ModuleContext, route: &Route, stderr: String) -> String {
     let runs_on = match (route, &ctx.delegation) {
         (Route::Controller(_), _) => "the controller".to_string(),
         (Route::Local, _) if !ctx.conn.is_remote() => "the controller".to_string(),
         (Route::Local, Some(d)) => d.to.clone(),
         (Route::Local, None) => ctx.host.clone(),
     };
-    if rc == 127 && stderr.starts_with("Failed to find required executable") {
+    if stderr.starts_with(NOT_FOUND) {
         return format!(
             "{stderr}\nsynchronize runs rsync on {runs_on}, which does not have it: install rsync there (e.g. `apt-get install rsync`)"
         );
