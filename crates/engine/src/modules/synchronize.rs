@@ -527,7 +527,7 @@ mod tests {
         let c = command_line(&ctx, &a, "rsync", Some(&t), "/s", "kk@10.0.0.1:/d");
         assert_eq!(
             c,
-            "rsync --archive '--rsh=ssh -S /run/kk/master' '--rsync-path=sudo -u root rsync' --out-format='<<CHANGED>>%i %n%L' /s kk@10.0.0.1:/d"
+            "rsync --archive --rsh='ssh -S /run/kk/master' --rsync-path='sudo -u root rsync' --out-format='<<CHANGED>>%i %n%L' /s kk@10.0.0.1:/d"
         );
         // Another port is another endpoint: a login of its own, as Ansible makes it.
         let a = args(json!({"src": "/s", "dest": "/d", "dest_port": 2222}));
