@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::args::{Flag, Int, List, Text};
 use super::{parse_args, Module, ModuleContext, ModuleResult, VarMap};
-use crate::ansible::shlex_quote;
+use crate::ansible::{shell_quote, shlex_quote, split_words};
 use crate::connect::local::LocalConnection;
 use crate::connect::{BecomeMethod, Connection, ExecRequest, Tunnel};
 use crate::error::{Error, ErrorKind, Result};
@@ -171,10 +171,14 @@ impl Module for Synchronize {
             Route::Local => None,
         };
         let cmd = command_line(ctx, &a, &rsync, tunnel, &src, &dest);
+        // Ansible runs the line split as `shlex.split` splits it, without a shell (no
+        // `$` expansion or globbing in `rsync_opts`): the same words, quoted for sh.
+        let argv: Vec<String> = split_words(&cmd).iter().map(|w| shell_quote(w)).collect();
         // Ansible's `get_bin_path(required=True)` message when rsync is missing.
         let script = format!(
-            "command -v {r} >/dev/null 2>&1 || {{ printf 'Failed to find required executable \"%s\" in paths: %s' {r} \"$PATH\" >&2; exit 127; }}\nexec {cmd}",
-            r = shlex_quote(&rsync),
+            "command -v {r} >/dev/null 2>&1 || {{ printf 'Failed to find required executable \"%s\" in paths: %s' {r} \"$PATH\" >&2; exit 127; }}\nexec {argv}",
+            r = shell_quote(&rsync),
+            argv = argv.join(" "),
         );
         let req = ExecRequest {
             script,
