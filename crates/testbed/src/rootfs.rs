@@ -13,7 +13,7 @@ use crate::sys;
 use crate::Error;
 
 /// Bump when the package list changes, so old caches are not reused.
-const ROOTFS_NAME: &str = "rootfs-bookworm-v6";
+const ROOTFS_NAME: &str = "rootfs-bookworm-v7";
 
 /// Packages beyond minbase: systemd as PID 1, sshd, sudo, the tools kk's roles call, and
 /// python3 so Ansible can run against the same hosts in benchmarks, the packages the
@@ -23,8 +23,9 @@ const ROOTFS_NAME: &str = "rootfs-bookworm-v6";
 /// `cron` and `git` modules' oracle fixtures, and python3-apt, which Ansible's `apt` module
 /// imports (it would otherwise try to install it, and the hosts have no network), and dnf
 /// with python3-dnf, rpm (rpmbuild) and createrepo-c, so the `dnf`/`yum` fixtures build a
-/// local RPM repository on a host and drive it with both kk and Ansible's dnf module.
-pub const PACKAGES: &str = "systemd,systemd-sysv,dbus,openssh-server,iproute2,sudo,procps,kmod,iptables,ca-certificates,curl,tar,gzip,python3,socat,conntrack,ipset,ebtables,ipvsadm,fio,nfs-kernel-server,nfs-common,xfsprogs,e2fsprogs,fdisk,cron,git,python3-apt,dnf,python3-dnf,rpm,createrepo-c";
+/// local RPM repository on a host and drive it with both kk and Ansible's dnf module, and
+/// rsync, the other end of `synchronize`.
+pub const PACKAGES: &str = "systemd,systemd-sysv,dbus,openssh-server,iproute2,sudo,procps,kmod,iptables,ca-certificates,curl,tar,gzip,python3,socat,conntrack,ipset,ebtables,ipvsadm,fio,nfs-kernel-server,nfs-common,xfsprogs,e2fsprogs,fdisk,cron,git,python3-apt,dnf,python3-dnf,rpm,createrepo-c,rsync";
 
 /// Where caches live: `$KK_TESTBED_CACHE` or `/var/tmp/kk-testbed` (kept across runs).
 pub fn cache_dir() -> PathBuf {

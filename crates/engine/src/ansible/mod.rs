@@ -9,7 +9,7 @@ pub mod pyre;
 mod shell;
 mod split;
 
-pub use shell::{shell_quote, split_words};
+pub use shell::{shell_quote, shlex_quote, split_words};
 pub use split::{join_args, split_args, split_words_strict};
 
 /// Ansible's boolean conversion (`yes`, `on`, `1`, `true` …); `None` for anything else.

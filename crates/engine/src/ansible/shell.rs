@@ -74,6 +74,19 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
+/// Python's `shlex.quote`: what Ansible's modules use when they show a command line
+/// (`'` is written `'"'"'`, so programs that read quotes but not backslashes, such as
+/// rsync's `--rsh`, split it right too).
+pub fn shlex_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || "_@%+=:,./-".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\"'\"'"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -205,6 +205,18 @@ pub trait Connection: Send + Sync {
         Ok(out.stdout)
     }
 
+    /// How a program on the controller (`synchronize`'s rsync) reaches this host over
+    /// this connection's own SSH master, so it needs no login of its own; `None` for
+    /// connections that are not SSH.
+    async fn tunnel(&self) -> Result<Option<Tunnel>> {
+        Ok(None)
+    }
+
+    /// Whether the host is reached over the network (SSH), not the controller itself.
+    fn is_remote(&self) -> bool {
+        false
+    }
+
     /// Closes the connection at the end of the run.
     async fn close(&self) {}
 
@@ -212,6 +224,25 @@ pub trait Connection: Send + Sync {
     fn transport(&self) -> Transport {
         Transport::default()
     }
+}
+
+/// A way for a controller program to reach a host through its connection's open master
+/// (see [`Connection::tunnel`]).
+#[derive(Debug)]
+pub struct Tunnel {
+    /// `ssh` and its options as a client of the master (`-S <control socket>` …),
+    /// without the destination: what rsync gets as `--rsh`.
+    pub ssh: Vec<String>,
+    /// The address the host is reached at (`ansible_host`).
+    pub host: String,
+    /// The login user, when set.
+    pub user: Option<String>,
+    /// The port the master connected to.
+    pub port: u16,
+    /// The private key the master logged in with.
+    pub private_key: Option<std::path::PathBuf>,
+    /// One of the host's channels, held while the program runs (sshd limits them).
+    pub permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// What one host's connection carried during a run, reported in the JSON recap so the
@@ -664,6 +695,14 @@ impl Connection for NulGuard {
             false,
         )?;
         self.inner.fetch(path, become_).await
+    }
+
+    async fn tunnel(&self) -> Result<Option<Tunnel>> {
+        self.inner.tunnel().await
+    }
+
+    fn is_remote(&self) -> bool {
+        self.inner.is_remote()
     }
 
     async fn close(&self) {

@@ -118,7 +118,7 @@ pub const CHANNELS_PER_HOST: usize = 8;
 pub struct SshConnection {
     settings: SshSettings,
     /// At most [`CHANNELS_PER_HOST`] commands at once; the others wait their turn.
-    channels: tokio::sync::Semaphore,
+    channels: Arc<tokio::sync::Semaphore>,
     session: Mutex<Option<Arc<Session>>>,
     /// Per become user: does sudo run without a password? Probed once, so a password
     /// is only fed to sudo when it will read it (otherwise it would reach the command).
@@ -170,7 +170,7 @@ impl SshConnection {
             })?;
         Ok(SshConnection {
             settings,
-            channels: tokio::sync::Semaphore::new(CHANNELS_PER_HOST),
+            channels: Arc::new(tokio::sync::Semaphore::new(CHANNELS_PER_HOST)),
             session: Mutex::new(None),
             sudo_nopasswd: Mutex::new(std::collections::HashMap::new()),
             dir,
@@ -760,6 +760,47 @@ impl Connection for SshConnection {
                 })
             }
         }
+    }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
+
+    async fn tunnel(&self) -> Result<Option<super::Tunnel>> {
+        let permit = self.channels.clone().acquire_owned().await.map_err(|_| {
+            unreachable_error(&self.settings, "the connection is closed".to_string())
+        })?;
+        self.ensure_open(false).await?;
+        if !self.master_alive().await {
+            self.ensure_open(true).await?;
+        }
+        // The first command on a connection starts its reaper, which stops what the
+        // connection left running when it ends: a tunnelled program's remote end too.
+        if self.take_reaper() {
+            let probe = ExecRequest::script("true");
+            let line = command_line(&probe, true);
+            if let Err(e) = self.run_once(&line, &probe, &mut false).await {
+                return Err(unreachable_error(&self.settings, e.to_string()));
+            }
+        }
+        let ctl = self.dir.path().join("master");
+        let mut ssh = vec![
+            "ssh".to_string(),
+            "-S".into(),
+            ctl.display().to_string(),
+            "-o".into(),
+            "ControlMaster=no".into(),
+        ];
+        ssh.extend(self.ssh_args());
+        let s = &self.settings;
+        Ok(Some(super::Tunnel {
+            ssh,
+            host: s.host.clone(),
+            user: s.user.clone(),
+            port: s.port.unwrap_or(22),
+            private_key: s.private_key.clone(),
+            permit: Some(permit),
+        }))
     }
 
     async fn close(&self) {

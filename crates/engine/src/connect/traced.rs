@@ -93,6 +93,14 @@ impl Connection for Traced {
         out
     }
 
+    async fn tunnel(&self) -> Result<Option<super::Tunnel>> {
+        self.inner.tunnel().await
+    }
+
+    fn is_remote(&self) -> bool {
+        self.inner.is_remote()
+    }
+
     async fn close(&self) {
         self.inner.close().await;
         tracing::debug!(host = %self.host, connection = self.kind, "closed");

@@ -292,12 +292,32 @@ impl Runner {
             Ok(u) => u,
             Err(e) => return err(e.at(&t.span)),
         };
-        let conn = if conn_host == host {
-            self.connection(host, view, remote_user)
+        let (conn, delegation) = if conn_host == host {
+            let conn = self.connection(host, view, remote_user);
+            // `delegate_to` naming the host itself is still a delegation (synchronize
+            // then runs rsync on the host).
+            let delegation = match (&delegate, &conn) {
+                (Some(_), Ok(c)) => Some(modules::Delegation {
+                    to: conn_host.clone(),
+                    host_conn: Ok(c.clone()),
+                }),
+                _ => None,
+            };
+            (conn, delegation)
         } else {
             let hv = self.hostvars(pc.vars.clone());
             let dview = self.view(pc, &Scope::default(), &conn_host, None, &hv);
-            self.connection(&conn_host, &dview, remote_user)
+            // The task host's own connection (prepared, opened on first use) goes along
+            // for modules that reach it from the delegate; one that cannot be prepared
+            // fails only a module that needs it.
+            let own = self.connection(host, view, remote_user.clone());
+            (
+                self.connection(&conn_host, &dview, remote_user),
+                Some(modules::Delegation {
+                    to: conn_host.clone(),
+                    host_conn: own.map_err(|e| e.message),
+                }),
+            )
         };
         let conn = match conn {
             Ok(c) => c,
@@ -499,6 +519,7 @@ impl Runner {
                 let host = host.to_string();
                 Arc::new(move |text: &str| reporter.status(&host, text))
             }),
+            delegation,
         };
         Ok(Prepared {
             args,

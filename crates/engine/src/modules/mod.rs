@@ -73,6 +73,7 @@ pub mod setup;
 pub mod slurp;
 pub mod source;
 pub mod stat;
+pub mod synchronize;
 pub mod sysctl;
 pub mod systemd_service;
 pub mod tempfile;
@@ -350,6 +351,19 @@ pub struct ModuleContext {
     pub span: Option<Span>,
     /// Live status for people watching (text output on a terminal); `None` when unused.
     pub progress: Option<ProgressFn>,
+    /// Under `delegate_to` (even to the host itself): who runs it, and the task host's
+    /// own connection, for a module that reaches the host from the delegate
+    /// (`synchronize`). `None` without delegation.
+    pub delegation: Option<Delegation>,
+}
+
+/// A task delegated to another host (see [`ModuleContext::delegation`]).
+#[derive(Clone)]
+pub struct Delegation {
+    /// The delegate's inventory name (`conn` reaches it).
+    pub to: String,
+    /// The connection to the task's own host, or why it could not be prepared.
+    pub host_conn: std::result::Result<Arc<dyn Connection>, String>,
 }
 
 impl ModuleContext {

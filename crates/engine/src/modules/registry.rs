@@ -170,6 +170,10 @@ pub static REGISTRY: &[Entry] = &[
         "dpkg_selections",
         &Planned(super::dpkg_selections::DpkgSelections),
     ),
+    with_aliases(
+        module("synchronize", &super::synchronize::Synchronize),
+        &["ansible.posix.synchronize"],
+    ),
     module("reboot", &super::reboot::Reboot),
     module("fetch", &fetch::Fetch),
     with_form(module("script", &script::Script), FreeForm::CommandLine),

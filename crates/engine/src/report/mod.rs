@@ -426,18 +426,30 @@ fn render_diff(d: &Value) -> String {
         }
         _ => String::new(),
     };
-    let (before, after) = (text("before"), text("after"));
-    let diff = similar::TextDiff::from_lines(&before, &after);
+    // A module's own text of what it did (`prepared`: synchronize's itemized list, apt's
+    // output) is shown after any before/after, as Ansible's callback does; alone, without
+    // empty `---`/`+++` headers.
+    let prepared = get("prepared");
     let mut out = String::new();
-    out.push_str(&format!(
-        "--- {}\n+++ {}\n",
-        get("before_header"),
-        get("after_header")
-    ));
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        out.push_str(&hunk.to_string());
+    if d.get("before").is_some() || d.get("after").is_some() || prepared.is_empty() {
+        let (before, after) = (text("before"), text("after"));
+        let diff = similar::TextDiff::from_lines(&before, &after);
+        out.push_str(&format!(
+            "--- {}\n+++ {}\n",
+            get("before_header"),
+            get("after_header")
+        ));
+        for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+            out.push_str(&hunk.to_string());
+        }
+        out.push('\n');
     }
-    out.push('\n');
+    if !prepared.is_empty() {
+        out.push_str(prepared);
+        if !prepared.ends_with('\n') {
+            out.push('\n');
+        }
+    }
     out
 }
 
@@ -551,6 +563,16 @@ fn with_elapsed(text: &mut String, host: &str, took: std::time::Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prepared_diff_is_shown_as_it_is() {
+        let d = serde_json::json!({"prepared": ">f+++++++++ a.txt\n"});
+        assert_eq!(render_diff(&d), ">f+++++++++ a.txt\n");
+        let d = serde_json::json!({"before": "a\n", "after": "b\n", "prepared": "note"});
+        let out = render_diff(&d);
+        assert!(out.starts_with("--- \n+++ \n@@"), "{out}");
+        assert!(out.ends_with("\nnote\n"), "{out}");
+    }
 
     #[test]
     fn elapsed_follows_the_host() {

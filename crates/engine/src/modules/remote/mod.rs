@@ -112,6 +112,7 @@ pub(crate) mod testutil {
             search_dirs: vec![dir.to_path_buf()],
             span: None,
             progress: None,
+            delegation: None,
         }
     }
 

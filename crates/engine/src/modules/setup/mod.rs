@@ -215,6 +215,7 @@ mod tests {
             search_dirs: vec![],
             span: None,
             progress: None,
+            delegation: None,
         };
         let mut args = VarMap::new();
         args.insert("filter".into(), json!(["ansible_system", "ansible_kernel"]));
