@@ -4,7 +4,7 @@
 //! `status.ready` with a `Ready` condition once the endpoint is valid. On delete it waits
 //! until the cluster's KKMachines and KKInstances are gone, so no machine is left unreset.
 
-use super::conditions::{self, INFO};
+use super::conditions::{self, ERROR, INFO};
 use super::patch::{patch_spec, patch_status};
 use super::{capi, is_paused, key_of, namespace_of, set_finalizer, Context, Error, WAIT};
 use crate::api::{
@@ -18,6 +18,9 @@ use std::sync::Arc;
 
 /// The API server port of the endpoint the controller fills in.
 pub const API_SERVER_PORT: i32 = 6443;
+
+/// Condition and failure reason of a spec that does not validate.
+pub const INVALID_SPEC: &str = "InvalidSpec";
 
 /// Condition reason while neither endpoint nor load balancer is set.
 pub const WAITING_FOR_ENDPOINT: &str = "WaitingForControlPlaneEndpoint";
@@ -46,7 +49,17 @@ pub async fn reconcile(obj: Arc<KKCluster>, ctx: Arc<Context>) -> Result<Action,
     }
     set_finalizer(&api, &kkc, KKCLUSTER_FINALIZER, true).await?;
 
+    // What KubeKey's admission webhooks do, done here (CAPKK runs no webhook server):
+    // the defaults are written back, an invalid spec stops the cluster until it changes.
     let mut spec = kkc.spec.clone();
+    crate::api::default_kkcluster_spec(&mut spec);
+    if let Err(invalid) = crate::api::validate_kkcluster(&KKCluster {
+        metadata: kkc.metadata.clone(),
+        spec: spec.clone(),
+        status: None,
+    }) {
+        return refuse(&api, &kkc, &ctx, invalid.to_string()).await;
+    }
     if !spec.control_plane_endpoint.is_valid() {
         let lb = spec
             .control_plane_load_balancer
@@ -95,6 +108,34 @@ pub async fn reconcile(obj: Arc<KKCluster>, ctx: Arc<Context>) -> Result<Action,
     } else {
         Ok(Action::requeue(WAIT))
     }
+}
+
+/// An invalid spec: `Ready` False (`InvalidSpec`, every problem in the message), the
+/// terminal failure fields set, one Warning event; nothing more until the spec changes.
+async fn refuse(
+    api: &Api<KKCluster>,
+    kkc: &KKCluster,
+    ctx: &Context,
+    message: String,
+) -> Result<Action, Error> {
+    let old = kkc.status.clone().unwrap_or_default();
+    let mut status = old.clone();
+    status.ready = false;
+    status.failure_reason = Some(INVALID_SPEC.to_string());
+    status.failure_message = Some(message.clone());
+    conditions::mark_false(
+        &mut status.conditions,
+        "Ready",
+        INVALID_SPEC,
+        ERROR,
+        &message,
+        &ctx.now(),
+    );
+    if patch_status(api, &kkc.name_any(), &old, &status).await? {
+        ctx.event(kkc, EventType::Warning, INVALID_SPEC, message)
+            .await;
+    }
+    Ok(Action::await_change())
 }
 
 /// Waits until no KKMachine or KKInstance of the cluster is left, then drops the finalizer.

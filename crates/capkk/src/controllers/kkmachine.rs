@@ -7,6 +7,7 @@
 //! machine free for another KKMachine.
 
 use super::conditions::{self, ERROR, INFO, WARNING};
+use super::kkcluster::INVALID_SPEC;
 use super::patch::{patch_spec, patch_status};
 use super::{capi, is_paused, key_of, namespace_of, Context, Error, WAIT};
 use crate::api::{
@@ -177,6 +178,28 @@ pub async fn reconcile(obj: Arc<KKMachine>, ctx: Arc<Context>) -> Result<Action,
     let old = kkm.status.clone().unwrap_or_default();
     if old.failure_reason.is_some() {
         // A terminal failure needs a person (Cluster API replaces the Machine).
+        return Ok(Action::await_change());
+    }
+    // KubeKey's admission webhook, done here: a spec that does not validate is a
+    // terminal failure (Cluster API replaces the Machine once the template is fixed).
+    let mut defaulted = kkm.clone();
+    crate::api::default_kkmachine(&mut defaulted);
+    if let Err(invalid) = crate::api::validate_kkmachine(&defaulted) {
+        let mut status = old.clone();
+        status.failure_reason = Some(INVALID_SPEC.to_string());
+        status.failure_message = Some(invalid.to_string());
+        conditions::mark_false(
+            &mut status.conditions,
+            INSTANCE_READY,
+            INVALID_SPEC,
+            ERROR,
+            &invalid.to_string(),
+            &ctx.now(),
+        );
+        if patch_status(&api, &name, &old, &status).await? {
+            ctx.event(&kkm, EventType::Warning, INVALID_SPEC, invalid.to_string())
+                .await;
+        }
         return Ok(Action::await_change());
     }
     let Some(cluster) = cluster else {

@@ -47,24 +47,49 @@ async fn kkcluster_gets_finalizer_endpoint_and_ready_then_writes_nothing() {
     assert_eq!(again.status.unwrap().conditions, status.conditions);
 }
 
+/// A spec that does not validate (no endpoint nor load balancer, two instances on one
+/// address) is refused: Ready False with every problem, one Warning, then nothing until
+/// the spec changes.
 #[tokio::test]
-async fn kkcluster_without_endpoint_or_load_balancer_is_not_ready() {
+async fn kkcluster_with_an_invalid_spec_is_refused_once_until_it_changes() {
     let w = World::new().await;
     let api: Api<KKCluster> = Api::namespaced(w.client.clone(), NS);
+    let kkc: KKCluster = w.get("kkc1").await.unwrap();
+    let mut instances = serde_json::to_value(&kkc.spec.nodes.instances).unwrap();
+    let first = instances[0]["address"].clone();
+    instances[1]["address"] = first;
     api.patch(
         "kkc1",
         &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"controlPlaneLoadBalancer": null}})),
+        &Patch::Merge(
+            json!({"spec": {"controlPlaneLoadBalancer": null, "nodes": {"instances": instances}}}),
+        ),
     )
     .await
     .unwrap();
-    assert_eq!(w.cluster().await, Action::requeue(WAIT));
+    assert_eq!(w.cluster().await, Action::await_change());
     let status = w.get::<KKCluster>("kkc1").await.unwrap().status.unwrap();
     assert!(!status.ready);
     assert_eq!(
         cond(&status.conditions, "Ready"),
-        Some(("False".into(), "WaitingForControlPlaneEndpoint".into()))
+        Some(("False".into(), "InvalidSpec".into()))
     );
+    let message = status.failure_message.unwrap_or_default();
+    assert!(message.contains("controlPlaneLoadBalancer"), "{message}");
+    assert!(
+        message.contains("spec.nodes.instances[1].address"),
+        "{message}"
+    );
+    assert_eq!(
+        w.events("kkc1")
+            .iter()
+            .filter(|(_, reason)| reason == "InvalidSpec")
+            .count(),
+        1
+    );
+    let writes = w.fake.writes().len();
+    assert_eq!(w.cluster().await, Action::await_change());
+    assert_eq!(w.fake.writes().len(), writes, "{:?}", w.fake.writes());
 }
 
 #[tokio::test]
@@ -373,4 +398,44 @@ async fn machine_waits_for_infrastructure_and_bootstrap_data() {
     );
     assert!(w.fake.objects("kkinstances").is_empty());
     let _ = PostParams::default();
+}
+
+/// A KKMachine whose spec does not validate (an unknown container manager) is a terminal
+/// failure: no instance is taken, one Warning, nothing more until it changes.
+#[tokio::test]
+async fn kkmachine_with_an_invalid_spec_takes_no_instance() {
+    let w = World::new().await;
+    w.cluster().await;
+    w.machine("m1", vec![Role::Worker]).await;
+    Api::<KKMachine>::namespaced(w.client.clone(), NS)
+        .patch(
+            "kk-m1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"containerManager": {"type": "podman"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w.kkmachine("kk-m1").await, Action::await_change());
+    let status = w.get::<KKMachine>("kk-m1").await.unwrap().status.unwrap();
+    assert_eq!(status.failure_reason.as_deref(), Some("InvalidSpec"));
+    assert!(
+        status
+            .failure_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("spec.containerManager.type"),
+        "{:?}",
+        status.failure_message
+    );
+    assert!(w.get::<KKInstance>("wk-a").await.is_none());
+    let writes = w.fake.writes().len();
+    assert_eq!(w.kkmachine("kk-m1").await, Action::await_change());
+    assert_eq!(w.fake.writes().len(), writes);
+    assert_eq!(
+        w.events("kk-m1")
+            .iter()
+            .filter(|(_, r)| r == "InvalidSpec")
+            .count(),
+        1
+    );
 }
