@@ -212,6 +212,7 @@ fn job(bed: &TestBed, a: &Artifacts, manager: &str) -> Job {
                 format: capkk::machine::steps::STEPS_FORMAT.into(),
             }
         }),
+        provider_id: Some(format!("kk://default/{NAME}")),
     }
 }
 
@@ -335,6 +336,11 @@ fn containerd_machine_through_every_phase_then_reset() {
         sh(&bed, 0, "cat /run/cluster-api/bootstrap-success.complete"),
         "success"
     );
+    // The kubelet registers the Node with the provider ID Cluster API matches.
+    assert_eq!(
+        sh(&bed, 0, "cat /etc/default/kubelet"),
+        format!("KUBELET_EXTRA_ARGS=--provider-id=kk://default/{NAME}")
+    );
     // The Jinja template rendered with the machine's name.
     assert!(
         sh(&bed, 0, "cat /run/kubeadm/kubeadm.yaml").contains(&format!("name: '{NAME}'")),
@@ -379,7 +385,7 @@ fn containerd_machine_through_every_phase_then_reset() {
     let left = sh(
         &bed,
         0,
-        "for f in /usr/local/bin/kubeadm /usr/local/bin/kubelet /usr/local/bin/kubectl /usr/local/bin/crictl /usr/local/bin/containerd /usr/local/bin/runc /etc/kubernetes /var/lib/kubelet /opt/cni /etc/cni /etc/containerd /tmp/kk-containerd /var/lib/capkk /etc/systemd/system/kubelet.service /etc/systemd/system/containerd.service; do [ ! -e $f ] || echo $f; done; getent passwd kube; getent group kube; true",
+        "for f in /usr/local/bin/kubeadm /usr/local/bin/kubelet /usr/local/bin/kubectl /usr/local/bin/crictl /usr/local/bin/containerd /usr/local/bin/runc /etc/kubernetes /var/lib/kubelet /opt/cni /etc/cni /etc/containerd /tmp/kk-containerd /var/lib/capkk /etc/systemd/system/kubelet.service /etc/systemd/system/containerd.service /etc/default/kubelet; do [ ! -e $f ] || echo $f; done; getent passwd kube; getent group kube; true",
     );
     assert_eq!(left, "", "left after reset");
     assert_eq!(

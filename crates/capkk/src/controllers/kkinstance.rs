@@ -193,6 +193,7 @@ pub async fn reconcile(obj: Arc<KKInstance>, ctx: Arc<Context>) -> Result<Action
     let mut job = Job {
         instance: ki.spec.clone(),
         cluster: kkc.as_ref().map(|k| k.spec.clone()).unwrap_or_default(),
+        provider_id: Some(super::kkmachine::provider_id(&ns, &name)),
         ..Job::default()
     };
     let old = ki.status.clone().unwrap_or_default();

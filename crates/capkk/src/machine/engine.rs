@@ -77,6 +77,9 @@ impl EngineDriver {
         let mut config = vars::config(phase, job)?;
         if phase == Phase::Provisioning {
             config.insert("capkk_provision_steps".into(), steps::from_job(job)?);
+            if let Some(id) = job.provider_id.as_deref().filter(|id| !id.is_empty()) {
+                config.insert("capkk_provider_id".into(), json!(id));
+            }
         }
         config.insert("work_dir".into(), json!(self.workdir.display().to_string()));
         kk_engine::vars::merge_maps(&mut config, &self.extra);

@@ -59,6 +59,9 @@ pub struct Job {
     /// The Cluster API bootstrap data (the `value` of the bootstrap Secret) and its
     /// `format` (`cloud-config` or `ignition`), for `Provisioning`.
     pub bootstrap_data: Option<BootstrapData>,
+    /// The provider ID (`kk://<namespace>/<instance>`) the kubelet registers its Node
+    /// with, for `Provisioning`: Cluster API links a Machine to its Node by it.
+    pub provider_id: Option<String>,
 }
 
 /// Cluster API's bootstrap data for one machine. It holds join tokens and keys: its

@@ -54,6 +54,7 @@ async fn machine_is_built_in_phase_order_and_a_second_pass_changes_nothing() {
     assert_eq!(job.instance.auth.user, "root");
     assert_eq!(job.cluster.control_plane_endpoint.host, "10.0.0.100");
     assert_eq!(job.kubernetes_version.as_deref(), Some("v1.33.0"));
+    assert_eq!(job.provider_id.as_deref(), Some("kk://default/cp1"));
     assert!(
         job.bootstrap_data.is_none(),
         "bootstrap data only for provisioning"
