@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 
 use include_dir::{include_dir, Dir, DirEntry};
 use kk_engine::{Error, ErrorKind};
-use sha2::{Digest, Sha256};
 
 static BUILTIN: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/builtin");
 static PLAYBOOKS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/playbooks");
@@ -66,20 +65,7 @@ pub fn list(dir: &str) -> Vec<String> {
 /// Writes the bundle under `<workdir>/bundle/<digest>/` unless it is already there, and
 /// returns that directory.
 pub fn extract(workdir: &Path) -> Result<PathBuf, Error> {
-    let files = files();
-    let mut hasher = Sha256::new();
-    for (path, contents) in &files {
-        hasher.update(path.to_string_lossy().as_bytes());
-        hasher.update([0]);
-        hasher.update((contents.len() as u64).to_le_bytes());
-        hasher.update(contents);
-    }
-    let digest = hex::encode(&hasher.finalize()[..8]);
-    let root = workdir.join("bundle").join(&digest);
-    if root.join(".complete").is_file() {
-        return Ok(root);
-    }
-    let io_error = |what: &Path, e: std::io::Error| {
+    kk_engine::files::write_tree_once(&workdir.join("bundle"), &files()).map_err(|(what, e)| {
         Error::new(
             ErrorKind::Io,
             format!(
@@ -89,35 +75,7 @@ pub fn extract(workdir: &Path) -> Result<PathBuf, Error> {
             ),
         )
         .help("check that --workdir points at a writable directory")
-    };
-    // Written into a private directory first, then renamed, so a concurrent or interrupted
-    // run never sees half a bundle; the directory is removed unless the rename took it.
-    let parent = workdir.join("bundle");
-    std::fs::create_dir_all(&parent).map_err(|e| io_error(&parent, e))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}-", digest))
-        // As `create_dir_all` makes it (0777 less the umask), not tempfile's private 0700.
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o777))
-        .tempdir_in(&parent)
-        .map_err(|e| io_error(&parent, e))?;
-    for (path, contents) in &files {
-        let dst = tmp.path().join(path);
-        if let Some(parent) = dst.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
-        }
-        std::fs::write(&dst, contents).map_err(|e| io_error(&dst, e))?;
-    }
-    std::fs::write(tmp.path().join(".complete"), b"").map_err(|e| io_error(tmp.path(), e))?;
-    match std::fs::rename(tmp.path(), &root) {
-        Ok(()) => {
-            // Renamed away: nothing is left to clean up.
-            let _ = tmp.keep();
-            Ok(root)
-        }
-        // Another run finished the same bundle first: use it.
-        Err(_) if root.join(".complete").is_file() => Ok(root),
-        Err(e) => Err(io_error(&root, e)),
-    }
+    })
 }
 
 #[cfg(test)]

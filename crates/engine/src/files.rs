@@ -40,6 +40,62 @@ pub fn write_atomic(
     Ok(())
 }
 
+/// Writes a tree of files (paths relative to its root) once, as `<parent>/<digest>/`
+/// where the digest covers every path and content, and returns that directory; a tree
+/// already there (marked complete) is reused. Written into a temporary directory, then
+/// renamed, so a concurrent or interrupted writer never leaves half a tree where readers
+/// look. A failure names the path it failed on.
+///
+/// Why: the binaries carry their playbooks and roles (`include_dir`) and the engine reads
+/// projects from disk, where error messages can point at real files.
+pub fn write_tree_once(
+    parent: &Path,
+    files: &[(std::path::PathBuf, &[u8])],
+) -> Result<std::path::PathBuf, (std::path::PathBuf, std::io::Error)> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (path, contents) in files {
+        hasher.update(path.to_string_lossy().as_bytes());
+        hasher.update([0]);
+        hasher.update((contents.len() as u64).to_le_bytes());
+        hasher.update(contents);
+    }
+    let digest = hex::encode(&hasher.finalize()[..8]);
+    let root = parent.join(&digest);
+    if root.join(".complete").is_file() {
+        return Ok(root);
+    }
+    fn at(p: &Path) -> impl FnOnce(std::io::Error) -> (std::path::PathBuf, std::io::Error) {
+        let p = p.to_path_buf();
+        move |e| (p, e)
+    }
+    std::fs::create_dir_all(parent).map_err(at(parent))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}-", digest))
+        // As `create_dir_all` makes it (0777 less the umask), not tempfile's private 0700.
+        .permissions(std::fs::Permissions::from_mode(0o777))
+        .tempdir_in(parent)
+        .map_err(at(parent))?;
+    for (path, contents) in files {
+        let dst = tmp.path().join(path);
+        if let Some(dir) = dst.parent() {
+            std::fs::create_dir_all(dir).map_err(at(dir))?;
+        }
+        std::fs::write(&dst, contents).map_err(at(&dst))?;
+    }
+    std::fs::write(tmp.path().join(".complete"), b"").map_err(at(tmp.path()))?;
+    match std::fs::rename(tmp.path(), &root) {
+        Ok(()) => {
+            // Renamed away: nothing is left to clean up.
+            let _ = tmp.keep();
+            Ok(root)
+        }
+        // Another writer finished the same tree first: use it.
+        Err(_) if root.join(".complete").is_file() => Ok(root),
+        Err(e) => Err((root, e)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use include_dir::{include_dir, Dir, DirEntry};
-use sha2::{Digest, Sha256};
 
 static PLAYBOOKS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/playbooks");
 static ROLES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../../roles");
@@ -49,40 +48,8 @@ pub fn extract(workdir: &Path) -> std::io::Result<PathBuf> {
     if let Some((_, root)) = done.iter().find(|(w, _)| w == workdir) {
         return Ok(root.clone());
     }
-    let files = files();
-    let mut hasher = Sha256::new();
-    for (path, contents) in &files {
-        hasher.update(path.to_string_lossy().as_bytes());
-        hasher.update([0]);
-        hasher.update((contents.len() as u64).to_le_bytes());
-        hasher.update(contents);
-    }
-    let digest = hex::encode(&hasher.finalize()[..8]);
-    let parent = workdir.join("bundle");
-    let root = parent.join(&digest);
-    if !root.join(".complete").is_file() {
-        std::fs::create_dir_all(&parent)?;
-        // Written into a temporary directory, then renamed: a concurrent or interrupted
-        // writer never leaves half a bundle where the engine reads.
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{}-", digest))
-            .tempdir_in(&parent)?;
-        for (path, contents) in &files {
-            let dst = tmp.path().join(path);
-            if let Some(dir) = dst.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            std::fs::write(&dst, contents)?;
-        }
-        std::fs::write(tmp.path().join(".complete"), b"")?;
-        match std::fs::rename(tmp.path(), &root) {
-            Ok(()) => {
-                let _ = tmp.keep();
-            }
-            Err(_) if root.join(".complete").is_file() => {}
-            Err(e) => return Err(e),
-        }
-    }
+    let root = kk_engine::files::write_tree_once(&workdir.join("bundle"), &files())
+        .map_err(|(what, e)| std::io::Error::new(e.kind(), format!("{}: {}", what.display(), e)))?;
     done.push((workdir.to_path_buf(), root.clone()));
     Ok(root)
 }
