@@ -17,8 +17,8 @@ pub mod kkmachine;
 pub mod manager;
 mod patch;
 
-#[cfg(test)]
-mod fake_api;
+#[cfg(any(test, feature = "fake-api"))]
+pub mod fake_api;
 #[cfg(test)]
 mod tests;
 
