@@ -569,7 +569,26 @@ fn two_hosts_built_by_the_controllers_then_a_worker_released_and_an_unreachable_
             tracking.of("gone1").len() >= 3
         })
         .await;
+        // Deleting the KKCluster waits for its machines: the finalizer stays.
+        let reads = fake.reads().len();
+        Api::<KKCluster>::namespaced(client.clone(), NS)
+            .delete("c1", &DeleteParams::default())
+            .await
+            .unwrap();
+        until("the KKCluster's deletion reconciled", 30, || {
+            fake.reads()[reads..]
+                .iter()
+                .any(|r| r.ends_with("kkclusters/default/c1"))
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
         ctl.stop().await;
+        let kkc: KKCluster = get(&fake, "kkclusters", "c1").expect("the KKCluster stays");
+        assert!(kkc.metadata.deletion_timestamp.is_some());
+        assert_eq!(
+            kkc.metadata.finalizers.unwrap(),
+            vec![KKCLUSTER_FINALIZER.to_string()]
+        );
         let gone = tracking.of("gone1");
         eprintln!(
             "capkk_cluster: gone1 attempts at {:?}",
