@@ -11,6 +11,7 @@ mod bad_files;
 mod bad_input;
 mod bad_playbooks;
 mod builtin_defaults;
+mod capkk_cluster;
 mod capkk_machine;
 mod certs_hooks;
 mod cli_ansible;

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod artifacts;
+pub mod capkk_shared;
 pub mod cluster;
 pub mod cri;
 pub mod docker;

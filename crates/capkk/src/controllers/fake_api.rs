@@ -1,4 +1,8 @@
-//! FAKE Kubernetes API server, for the controller tests only (compiled under `cfg(test)`).
+//! FAKE Kubernetes API server. Compiled for the controller tests (`cfg(test)`) and, with
+//! the cargo feature `fake-api` (off by default), for the workspace's end-to-end test
+//! tests/capkk_cluster.rs, which runs the real controllers against real test hosts with
+//! this fake in place of kube-apiserver. The feature exists for that test only: the
+//! product (`kk-capkk run`) always talks to a real API server.
 //!
 //! It stands in for kube-apiserver, which cannot run on these machines: a tower `Service`
 //! behind `kube::Client::new(fake, "default")` that keeps objects in memory as JSON and
@@ -12,7 +16,8 @@
 //! only change it), and deletion with finalizers (deletionTimestamp set, the object goes
 //! when its last finalizer is removed). What it does not do: garbage collection of
 //! dependents, admission (defaulting, validation), field selectors, pagination.
-//! Every write is logged so tests can assert that a re-reconcile wrote nothing.
+//! Every write is logged so tests can assert that a re-reconcile wrote nothing; reads of
+//! one object are logged too, so a test knows a reconcile of it has begun.
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -44,6 +49,7 @@ struct Store {
     rv: u64,
     uid: u64,
     writes: Vec<String>,
+    reads: Vec<String>,
     history: Vec<WatchEvent>,
 }
 
@@ -189,6 +195,12 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+impl Default for FakeApi {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl FakeApi {
     /// An empty API server.
     pub fn new() -> Self {
@@ -212,6 +224,22 @@ impl FakeApi {
     /// Every write so far, as `VERB resource/namespace/name[/status]`.
     pub fn writes(&self) -> Vec<String> {
         self.lock().writes.clone()
+    }
+
+    /// Every read of one object so far, as `GET resource/namespace/name`.
+    pub fn reads(&self) -> Vec<String> {
+        self.lock().reads.clone()
+    }
+
+    /// What the watches of `resource` (the plural) reported so far, in order: the event
+    /// type (`ADDED`, `MODIFIED`, `DELETED`) and the object as it was then.
+    pub fn history(&self, resource: &str) -> Vec<(String, Value)> {
+        self.lock()
+            .history
+            .iter()
+            .filter(|e| e.res.rsplit('/').next() == Some(resource))
+            .map(|e| (e.type_.to_string(), e.object.clone()))
+            .collect()
     }
 
     /// The stored objects of `resource` (the plural, e.g. `kkinstances`), all namespaces.
@@ -321,7 +349,9 @@ impl FakeApi {
             t.ns.clone().unwrap_or_default(),
             name.to_string(),
         );
-        match self.lock().objects.get(&key) {
+        let mut s = self.lock();
+        s.reads.push(format!("GET {}/{}/{name}", t.res, key.1));
+        match s.objects.get(&key) {
             Some(v) => full(StatusCode::OK, v),
             None => not_found(t, name),
         }

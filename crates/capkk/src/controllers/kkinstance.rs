@@ -12,7 +12,8 @@
 use super::conditions::{self, ERROR, INFO, WARNING};
 use super::patch::patch_status;
 use super::{
-    capi, is_paused, key_of, namespace_of, phase_condition, set_finalizer, Context, Error, WAIT,
+    capi, fingerprint, is_paused, key_of, namespace_of, phase_condition, set_finalizer, Context,
+    Error, WAIT,
 };
 use crate::api::{
     Auth, InstanceState, KKCluster, KKInstance, KKInstanceStatus, KKMachine, CLUSTER_NAME_LABEL,
@@ -198,6 +199,10 @@ pub async fn reconcile(obj: Arc<KKInstance>, ctx: Arc<Context>) -> Result<Action
     };
     let old = ki.status.clone().unwrap_or_default();
     let mut status = old.clone();
+    // Woken by its own status write while waiting out a retryable failure: keep waiting.
+    if let Some(left) = ctx.backoff.deferred(&key_of(&ki), fingerprint(&ki)) {
+        return Ok(Action::requeue(left));
+    }
     if ki.metadata.deletion_timestamp.is_some() {
         return delete(&ctx, &api, &ki, job, old).await;
     }
@@ -243,7 +248,7 @@ pub async fn reconcile(obj: Arc<KKInstance>, ctx: Arc<Context>) -> Result<Action
                 &now,
             );
             patch_status(&api, &name, &written, &status).await?;
-            return Ok(Action::requeue(ctx.backoff.next(&key)));
+            return Ok(Action::requeue(ctx.backoff.defer(&key, fingerprint(&ki))));
         }
     };
     job.instance.auth = auth;
@@ -375,7 +380,9 @@ async fn fail(
     )
     .await;
     if e.retryable {
-        Ok(Action::requeue(ctx.backoff.next(&key_of(ki))))
+        Ok(Action::requeue(
+            ctx.backoff.defer(&key_of(ki), fingerprint(ki)),
+        ))
     } else {
         Ok(Action::await_change())
     }

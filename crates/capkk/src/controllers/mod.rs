@@ -17,8 +17,8 @@ pub mod kkmachine;
 pub mod manager;
 mod patch;
 
-#[cfg(test)]
-mod fake_api;
+#[cfg(any(test, feature = "fake-api"))]
+pub mod fake_api;
 #[cfg(test)]
 mod tests;
 
@@ -29,6 +29,7 @@ use crate::machine::{Driver, MachineError, Phase};
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use std::collections::HashMap;
@@ -72,6 +73,8 @@ pub fn system_clock() -> Clock {
 #[derive(Default)]
 pub struct Backoff {
     failures: Mutex<HashMap<String, u32>>,
+    /// Objects waiting out a delay: their [`fingerprint`] then, and until when.
+    deferred: Mutex<HashMap<String, (u64, std::time::Instant)>>,
 }
 
 impl Backoff {
@@ -89,9 +92,56 @@ impl Backoff {
         delay.min(Self::MAX)
     }
 
+    /// Counts one more failure of `key` and holds it back for the delay returned: a wake-up
+    /// before then by a change of its own status alone (the failure's status write wakes
+    /// the controller watching the object) finds it [`deferred`](Self::deferred) and does
+    /// not run the machine work again at once.
+    pub fn defer(&self, key: &str, fingerprint: u64) -> Duration {
+        let delay = self.next(key);
+        self.deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                key.to_string(),
+                (fingerprint, std::time::Instant::now() + delay),
+            );
+        delay
+    }
+
+    /// How much longer `key` waits, if it was deferred and nothing but its status has
+    /// changed since ([`fingerprint`] unchanged); a changed object is tried at once.
+    pub fn deferred(&self, key: &str, fingerprint: u64) -> Option<Duration> {
+        let mut deferred = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
+        let (fp, until) = *deferred.get(key)?;
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if fp == fingerprint && !left.is_zero() {
+            return Some(left);
+        }
+        deferred.remove(key);
+        None
+    }
+
+    /// Ends `key`'s deferral now, as if its requeue time had come (tests that call
+    /// reconcile directly instead of waiting).
+    #[cfg(test)]
+    pub(crate) fn time_up(&self, key: &str) {
+        if let Some(d) = self
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(key)
+        {
+            d.1 = std::time::Instant::now();
+        }
+    }
+
     /// Forgets the failures of `key`.
     pub fn reset(&self, key: &str) {
         self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+        self.deferred
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
@@ -238,6 +288,33 @@ pub fn phase_condition(phase: Phase) -> (&'static str, &'static str) {
     }
 }
 
+/// A hash of what, when it changes, deserves a new attempt at once: everything of `obj`
+/// but its status and the bookkeeping that changes with it (resourceVersion, managed
+/// fields, generation, finalizers). See [`Backoff::defer`].
+pub fn fingerprint<K: serde::Serialize>(obj: &K) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut v = serde_json::to_value(obj).unwrap_or_default();
+    // `retain`, not `remove`: with serde_json's preserve_order, `remove` swaps the last
+    // key into the gap, so the same object would hash differently.
+    if let Some(o) = v.as_object_mut() {
+        o.retain(|k, _| k != "status");
+        if let Some(meta) = o.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.retain(|k, _| {
+                ![
+                    "resourceVersion",
+                    "managedFields",
+                    "generation",
+                    "finalizers",
+                ]
+                .contains(&k.as_str())
+            });
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    v.to_string().hash(&mut h);
+    h.finish()
+}
+
 /// The retry delay of a failed reconcile: exponential per object.
 fn error_policy<K: Resource<DynamicType = ()>>(
     obj: Arc<K>,
@@ -252,8 +329,10 @@ fn error_policy<K: Resource<DynamicType = ()>>(
 
 /// Runs the three controllers on every namespace until `shutdown` completes, then lets
 /// the running reconciles finish. Besides their own kind, KKClusters are woken by their
-/// Cluster, KKMachines by their Machine (bootstrap data) and KKInstances; what else they
-/// wait for is looked at again after [`WAIT`].
+/// Cluster, KKMachines by their Machine (bootstrap data), their Cluster (infrastructure
+/// ready) and KKInstances; a KKInstance waiting out a backoff is not re-run by its own
+/// status writes ([`Backoff::defer`]); what else they wait for is looked at again after
+/// [`WAIT`].
 pub async fn run<S>(ctx: Arc<Context>, shutdown: S)
 where
     S: Future<Output = ()> + Send + Sync + 'static,
@@ -284,25 +363,32 @@ where
     let machines = Controller::new(
         Api::<KKMachine>::all(client.clone()),
         watcher::Config::default(),
-    )
-    .owns(
-        Api::<KKInstance>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .watches(
-        Api::<capi::Machine>::all(client.clone()),
-        watcher::Config::default(),
-        |m| {
-            capi::infrastructure_object(
-                &m.metadata,
-                m.spec.infrastructure_ref.as_ref(),
-                "KKMachine",
-            )
-        },
-    )
-    .graceful_shutdown_on(stop(rx.clone()))
-    .run(kkmachine::reconcile, error_policy, ctx.clone())
-    .for_each(|res| async move { log_result("KKMachine", res) });
+    );
+    let machine_store = machines.store();
+    let machines = machines
+        .watches(
+            Api::<capi::Cluster>::all(client.clone()),
+            watcher::Config::default(),
+            move |c| machines_of_cluster(&machine_store, &c),
+        )
+        .owns(
+            Api::<KKInstance>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .watches(
+            Api::<capi::Machine>::all(client.clone()),
+            watcher::Config::default(),
+            |m| {
+                capi::infrastructure_object(
+                    &m.metadata,
+                    m.spec.infrastructure_ref.as_ref(),
+                    "KKMachine",
+                )
+            },
+        )
+        .graceful_shutdown_on(stop(rx.clone()))
+        .run(kkmachine::reconcile, error_policy, ctx.clone())
+        .for_each(|res| async move { log_result("KKMachine", res) });
     let instances = Controller::new(Api::<KKInstance>::all(client), watcher::Config::default())
         .graceful_shutdown_on(stop(rx))
         .run(kkinstance::reconcile, error_policy, ctx)
@@ -312,6 +398,29 @@ where
         let _ = tx.send(true);
     });
     futures::join!(clusters, machines, instances);
+}
+
+/// The KKMachines of Cluster `c` (label `cluster.x-k8s.io/cluster-name`, same namespace),
+/// from the controller's cache: a Cluster becoming infrastructure-ready resumes them at
+/// once instead of after [`WAIT`].
+fn machines_of_cluster(
+    store: &reflector::Store<KKMachine>,
+    c: &capi::Cluster,
+) -> Vec<ObjectRef<KKMachine>> {
+    let (Some(ns), name) = (c.metadata.namespace.as_deref(), c.name_any()) else {
+        return Vec::new();
+    };
+    let mut refs: Vec<ObjectRef<KKMachine>> = store
+        .state()
+        .iter()
+        .filter(|m| {
+            m.metadata.namespace.as_deref() == Some(ns)
+                && m.labels().get(crate::api::CLUSTER_NAME_LABEL) == Some(&name)
+        })
+        .map(|m| ObjectRef::from_obj(m.as_ref()))
+        .collect();
+    refs.sort_by(|a, b| a.name.cmp(&b.name));
+    refs
 }
 
 fn log_result<T: std::fmt::Debug, E: std::fmt::Display>(kind: &str, res: Result<T, E>) {

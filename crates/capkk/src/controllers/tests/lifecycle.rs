@@ -151,6 +151,14 @@ async fn retryable_failure_requeues_with_backoff_and_resumes_at_the_failed_phase
         .events("w1")
         .contains(&("Warning".into(), "BinaryFailed".into())));
 
+    // Woken before the backoff ends (by its own status write): it keeps waiting.
+    match w.kkinstance("w1").await {
+        a if a != Action::await_change() => {}
+        a => panic!("ran again before the backoff: {a:?}"),
+    }
+    assert_eq!(w.driver.phases().len(), 3);
+    // The requeue time comes: it resumes at the failed phase.
+    w.ctx.backoff.time_up("KKInstance/default/w1");
     assert_eq!(w.kkinstance("w1").await, Action::await_change());
     let phases: Vec<Phase> = w.driver.phases().into_iter().map(|p| p.0).collect();
     assert_eq!(

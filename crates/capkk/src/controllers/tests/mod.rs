@@ -7,4 +7,5 @@ mod fake;
 mod leader;
 mod lifecycle;
 mod selection;
+mod triggers;
 mod world;
