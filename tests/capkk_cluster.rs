@@ -454,6 +454,11 @@ fn two_hosts_built_by_the_controllers_then_a_worker_released_and_an_unreachable_
             }
             assert_eq!(sh(&bed, i, "systemctl is-active containerd"), "active");
             assert_eq!(sh(&bed, i, "cat /run/cluster-api/bootstrap-success.complete"), "success");
+            // The kubelet registers the Node with the KKMachine's provider ID.
+            assert_eq!(
+                sh(&bed, i, "cat /etc/default/kubelet"),
+                format!("KUBELET_EXTRA_ARGS=--provider-id=kk://default/{name}")
+            );
         }
         let cp_kubeadm: Vec<Value> = journal(&bed, 0)
             .into_iter()
