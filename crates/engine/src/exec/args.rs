@@ -111,11 +111,16 @@ mod tests {
         );
         assert_eq!(add_environment(&mut env, json!(7)), vec!["7".to_string()]);
         assert!(add_environment(&mut env, json!(OMIT)).is_empty());
+        // An omitted B keeps the value it had; C is added.
         assert!(add_environment(&mut env, json!({"B": OMIT, "C": 1})).is_empty());
         env.sort();
         assert_eq!(
             env,
-            vec![("A".into(), "3".into()), ("C".into(), "1".into())]
+            vec![
+                ("A".into(), "3".into()),
+                ("B".into(), "2".into()),
+                ("C".into(), "1".into())
+            ]
         );
     }
 
