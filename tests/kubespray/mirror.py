@@ -84,6 +84,8 @@ def members(name, url):
         return ["nerdctl"]
     if name == "crictl":
         return ["crictl"]
+    if name == "cri_dockerd":
+        return ["cri-dockerd/cri-dockerd"]
     return [name]
 
 

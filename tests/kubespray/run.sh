@@ -11,9 +11,18 @@
 #              system-packages tag (the hosts reach no Debian mirror here)
 #   downloads  the same and the download tag (real mode) against a local mirror of
 #              kubespray's file URLs (mirror-plan.yml lists them, mirror.py builds it,
-#              an HTTP server on the controller serves it); container images are not
-#              pulled (download_container: false): no registry here carries them
+#              an HTTP server on the controller serves it), and kubespray's container
+#              images pulled from a local registry: container_manager is docker (Debian
+#              bookworm's docker.io, installed on the hosts here from the controller's
+#              copies of the packages, with the registry as an insecure registry; kubespray
+#              does not install it, its container-engine tag is not run), the registry is
+#              Debian's docker-registry on the controller's side of the bridge (plain
+#              HTTP), images.py pushes a stand-in image for each image mirror-plan.yml
+#              lists, and kubespray's *_image_repo variables point at it (kube_image_repo:
+#              REGISTRY/registry.k8s.io, and so on)
 #
+# KK_TARGET_DIR: where the release kk and testbed-up (and the debug kube-fake) are built
+# (default: the repository's target/).
 # KUBESPRAY_DIR: a kubespray v2.31.0 tree (default /var/tmp/kubespray-v2.31.0; it is
 # `git archive v2.31.0` of kubernetes-sigs/kubespray, kept outside this repository).
 # The controller's ansible (for ansible-playbook, and for kk's modules written in Python
@@ -28,6 +37,7 @@ set -euo pipefail
 tool=${1:?kk or ansible} mode=${2:?check or stages} out=${3:?OUT.json}
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+target=${KK_TARGET_DIR:-$root/target}
 ks=${KUBESPRAY_DIR:-/var/tmp/kubespray-v2.31.0}
 venv=${KK_KUBESPRAY_VENV:-/var/tmp/kk-kubespray-venv}
 [ -f "$ks/cluster.yml" ] || { echo "no kubespray at $ks (set KUBESPRAY_DIR)" >&2; exit 1; }
@@ -40,7 +50,7 @@ work=$(mktemp -d)
 trap 'exec 9>&-; wait; rm -rf "$work"' EXIT
 # Three fresh hosts, up while fd 9 stays open.
 mkfifo "$work/up"
-"$root/target/release/testbed-up" 3 "$work/bed.yaml" <"$work/up" >"$work/up.log" 2>&1 &
+"$target/release/testbed-up" 3 "$work/bed.yaml" <"$work/up" >"$work/up.log" 2>&1 &
 exec 9>"$work/up"
 for _ in $(seq 120); do grep -q '^up;' "$work/up.log" 2>/dev/null && break; sleep 1; done
 grep -q '^up;' "$work/up.log" || { cat "$work/up.log" >&2; exit 1; }
@@ -95,18 +105,45 @@ case "$mode" in
     # of the test-bed bridge; the files and their checksums come from mirror.py.
     port=$((20000 + $$ % 10000))
     base="http://$net.1:$port"
+    # The registry: Debian's docker-registry on the same address, plain HTTP; each of
+    # kubespray's image registries is a path under it.
+    reg="$net.1:$((port + 10000))"
     printf '%s\n' "github_url: $base/github.com" "dl_k8s_io_url: $base/dl.k8s.io" \
       "storage_googleapis_url: $base/storage.googleapis.com" "get_helm_url: $base/get.helm.sh" \
-      "download_container: false" >"$work/mirror-base.yml"
-    fake=${KK_FAKE_BIN:-$root/target/debug/kube-fake}
-    [ -x "$fake" ] || (cd "$root" && cargo build -q -p kk-fakes --bin kube-fake)
-    (cd "$ks" && ANSIBLE_CACHE_PLUGIN=memory "$venv/bin/ansible-playbook" -i "$work/inv/inventory.ini" \
-      -e @"$work/mirror-base.yml" -e mirror_plan="$work/mirror-plan.tsv" \
+      "container_manager: docker" "kube_image_repo: $reg/registry.k8s.io" "gcr_image_repo: $reg/gcr.io" \
+      "docker_image_repo: $reg/docker.io" "quay_image_repo: $reg/quay.io" \
+      "github_image_repo: $reg/ghcr.io" >"$work/mirror-base.yml"
+    printf '%s\n' "version: 0.1" "log: {level: warn, accesslog: {disabled: true}}" \
+      "storage: {filesystem: {rootdirectory: $work/registry}}" "http: {addr: '$reg'}" >"$work/registry.yml"
+    # Docker on the hosts: bookworm's docker.io and what it needs beyond the test hosts'
+    # packages, from the controller's copies; the registry is an insecure (HTTP) one.
+    ddebs=${KK_KUBESPRAY_DOCKER_DEBS:-/var/tmp/kk-kubespray-docker-debs}
+    if ! ls "$ddebs"/docker.io_*.deb >/dev/null 2>&1; then
+      mkdir -p "$ddebs"
+      (cd "$ddebs" && apt-get download -qq docker.io containerd runc tini 2>/dev/null)
+    fi
+    pids=()
+    for ip in "${ips[@]}"; do
+      tar -C "$ddebs" -c . | ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
+        -i "$key" "root@$ip" "mkdir -p /etc/docker && printf '{\"insecure-registries\": [\"$reg\"]}\n' >/etc/docker/daemon.json &&
+          d=\$(mktemp -d) && tar -C \"\$d\" -x && DEBIAN_FRONTEND=noninteractive dpkg -i \"\$d\"/*.deb >/dev/null &&
+          rm -rf \"\$d\" && systemctl is-active -q docker" &
+      pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || { echo "installing docker on the hosts failed" >&2; exit 1; }; done
+    fake=${KK_FAKE_BIN:-$target/debug/kube-fake}
+    [ -x "$fake" ] || (cd "$root" && CARGO_TARGET_DIR="$target" cargo build -q -p kk-fakes --bin kube-fake)
+    (cd "$ks" && ANSIBLE_CACHE_PLUGIN=memory "$venv/bin/ansible-playbook" -i "$work/inv/inventory.ini" -e "{\"enable_nodelocaldns\": false}" \
+      -e @"$work/mirror-base.yml" -e mirror_plan="$work/mirror-plan.tsv" -e mirror_images="$work/mirror-images.tsv" \
       "$here/mirror-plan.yml" >"$work/mirror-plan.log" 2>&1) || { cat "$work/mirror-plan.log" >&2; exit 1; }
     python3 "$here/mirror.py" "$work/mirror-plan.tsv" "$ks" "$fake" "$work/mirror" "$work/mirror-sums.yml" >&2
     python3 -m http.server --bind "$net.1" --directory "$work/mirror" "$port" >"$work/mirror.log" 2>&1 &
     server=$!
-    trap 'kill $server 2>/dev/null; exec 9>&-; wait; rm -rf "$work"' EXIT
+    docker-registry serve "$work/registry.yml" >"$work/registry.log" 2>&1 &
+    registry=$!
+    trap 'kill $server $registry 2>/dev/null; exec 9>&-; wait; rm -rf "$work"' EXIT
+    for _ in $(seq 50); do curl -fso /dev/null "http://$reg/v2/" && break; sleep 0.2; done
+    python3 "$here/images.py" "$work/mirror-images.tsv" "$reg" >&2
     args+=(--tags bootstrap_os,preinstall,facts,download --skip-tags system-packages -e "{\"enable_nodelocaldns\": false}"
       -e @"$work/mirror-base.yml" -e @"$work/mirror-sums.yml") ;;
   *) echo "mode: check, stages or downloads" >&2; exit 5 ;;
@@ -130,7 +167,7 @@ case "$tool" in
       args=("${kept[@]}")
     fi
     ANSIBLE_ALLOW_BROKEN_CONDITIONALS=true KK_ANSIBLE_PYTHON="$venv/bin/python" \
-      "${KK:-$root/target/release/kk}" run "${args[@]}" --skip-tags "$skip" --workdir "$work/kk" -o json >"$out" 2>"$out.err" || true ;;
+      "${KK:-$target/release/kk}" run "${args[@]}" --skip-tags "$skip" --workdir "$work/kk" -o json >"$out" 2>"$out.err" || true ;;
   *) echo "tool: kk or ansible" >&2; exit 5 ;;
 esac
 end=$(date +%s.%N)

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::error::{Error, ErrorKind, Result};
 use crate::modules;
 use crate::project::value_text;
-use crate::template::{is_template, Templar};
+use crate::template::{is_template, Templar, OMIT};
 use crate::vars::VarMap;
 
 /// The module a task runs on a host: the name as loaded, or, when it is a template
@@ -66,33 +66,29 @@ pub(super) fn merge_raw_mapping(module: &str, args: &mut VarMap) {
 
 /// Adds one rendered `environment` value to `env`: a mapping, or a list of mappings
 /// merged in order (later keys win, as ansible-core merges a task's environment list).
-pub(super) fn add_environment(env: &mut Vec<(String, String)>, v: Value) -> Result<()> {
+/// As ansible-core 2.19's Task._post_validate_environment does, a value or a variable
+/// that renders to `omit` is left out, and a value that is no mapping is skipped with a
+/// warning: the returned texts are the values skipped so.
+pub(super) fn add_environment(env: &mut Vec<(String, String)>, v: Value) -> Vec<String> {
+    let mut skipped = Vec::new();
     match v {
         Value::Object(m) => {
-            for (k, v) in m {
+            // An omitted variable keeps the value an outer `environment` gave it.
+            for (k, v) in m.into_iter().filter(|(_, v)| v.as_str() != Some(OMIT)) {
                 env.retain(|(ek, _)| *ek != k);
                 env.push((k, value_text(&v)));
             }
-            Ok(())
         }
-        Value::Null => Ok(()),
-        Value::Array(items) => items.into_iter().try_for_each(|i| match i {
-            Value::Object(_) | Value::Null => add_environment(env, i),
-            other => Err(not_a_mapping(&other)),
-        }),
-        other => Err(not_a_mapping(&other)),
+        Value::Null => {}
+        Value::String(s) if s == OMIT => {}
+        Value::Array(items) => {
+            for i in items {
+                skipped.extend(add_environment(env, i));
+            }
+        }
+        other => skipped.push(other.to_string()),
     }
-}
-
-fn not_a_mapping(v: &Value) -> Error {
-    Error::new(
-        ErrorKind::Template,
-        format!(
-            "environment must be a dictionary (or a list of them), received {}",
-            v
-        ),
-    )
-    .help("write `environment:` as a mapping of variable names to values")
+    skipped
 }
 
 #[cfg(test)]
@@ -103,14 +99,29 @@ mod tests {
     #[test]
     fn environment_lists_merge_in_order() {
         let mut env = Vec::new();
-        add_environment(&mut env, json!([{"A": 1}, {"B": "2", "A": 3}])).unwrap();
+        assert!(add_environment(&mut env, json!([{"A": 1}, {"B": "2", "A": 3}])).is_empty());
         env.sort();
         assert_eq!(
             env,
             vec![("A".into(), "3".into()), ("B".into(), "2".into())]
         );
-        assert!(add_environment(&mut env, json!(["A=1"])).is_err());
-        assert!(add_environment(&mut env, json!("A=1")).is_err());
+        assert_eq!(
+            add_environment(&mut env, json!(["A=1"])),
+            vec!["\"A=1\"".to_string()]
+        );
+        assert_eq!(add_environment(&mut env, json!(7)), vec!["7".to_string()]);
+        assert!(add_environment(&mut env, json!(OMIT)).is_empty());
+        // An omitted B keeps the value it had; C is added.
+        assert!(add_environment(&mut env, json!({"B": OMIT, "C": 1})).is_empty());
+        env.sort();
+        assert_eq!(
+            env,
+            vec![
+                ("A".into(), "3".into()),
+                ("B".into(), "2".into()),
+                ("C".into(), "1".into())
+            ]
+        );
     }
 
     #[test]

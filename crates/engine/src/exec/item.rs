@@ -441,8 +441,11 @@ impl Runner {
         for e in &inner.environment {
             match self.templar.render_value(e, &ctx) {
                 Ok(v) => {
-                    if let Err(e) = super::args::add_environment(&mut env, v) {
-                        return err(e.at(&t.span));
+                    for s in super::args::add_environment(&mut env, v) {
+                        self.warn(format!(
+                            "could not parse environment value, skipping: {}",
+                            s
+                        ));
                     }
                 }
                 Err(e) => return err(e.at(&t.span)),

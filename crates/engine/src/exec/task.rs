@@ -59,6 +59,14 @@ impl HostOutcome {
     }
 }
 
+/// The hosts one task result is given to: its registered result and facts (`vars`), and
+/// its handler notifications (`notify`).
+#[derive(Clone, Copy)]
+pub(super) struct Targets<'a> {
+    vars: &'a [String],
+    notify: &'a [String],
+}
+
 impl Runner {
     /// A typed keyword's value for one host (`None`: not set, or set to `omit`).
     pub(super) fn keyword<T: KeywordValue>(
@@ -190,11 +198,34 @@ impl Runner {
             // linear strategy collects them after each task.
             let mut failed_here: Vec<String> = Vec::new();
             let mut unreachable_here: Vec<String> = Vec::new();
+            // ansible-core gives a run_once task's registered result and facts to every
+            // host of the batch not unreachable (StrategyBase.get_task_hosts), also to those
+            // that did not come to the task (an include_tasks that only some hosts ran);
+            // its notifications stay with the hosts that came to it.
+            let batch: Vec<String> = if run_once {
+                let mut b: Vec<String> = pc
+                    .batch
+                    .iter()
+                    .filter(|h| !hosts.contains(h) && !self.state(h).unreachable)
+                    .cloned()
+                    .collect();
+                b.splice(0..0, hosts.iter().cloned());
+                b
+            } else {
+                Vec::new()
+            };
             for o in outcomes {
-                let applies_to: Vec<String> = if run_once {
-                    hosts.clone()
+                let own = [o.host.clone()];
+                let applies_to = if run_once {
+                    Targets {
+                        vars: &batch,
+                        notify: &hosts,
+                    }
                 } else {
-                    vec![o.host.clone()]
+                    Targets {
+                        vars: &own,
+                        notify: &own,
+                    }
                 };
                 if !o.ignored {
                     match o.status {
@@ -203,7 +234,7 @@ impl Runner {
                         _ => {}
                     }
                 }
-                self.apply(&pc, &t, &inner, o, &applies_to, &name, facts_task);
+                self.apply(&pc, &t, &inner, o, applies_to, &name, facts_task);
             }
             if failed_here.is_empty() && unreachable_here.is_empty() {
                 return;
@@ -255,7 +286,7 @@ impl Runner {
         t: &Task,
         inner: &Scope,
         o: HostOutcome,
-        applies_to: &[String],
+        applies_to: Targets<'_>,
         task_name: &str,
         facts_task: bool,
     ) {
@@ -325,7 +356,7 @@ impl Runner {
                 _ => h.clone(),
             }
         };
-        for (i, h) in applies_to.iter().enumerate() {
+        for (i, h) in applies_to.vars.iter().enumerate() {
             if let Some(reg) = &t.own.register {
                 let mut m = VarMap::new();
                 m.insert(reg.clone(), result.clone());
@@ -335,7 +366,7 @@ impl Runner {
                 let target = fact_target(h);
                 // The last host a result applies to takes the facts as they are: a host's
                 // first facts (most of its memory) are moved in, not copied.
-                let last = i + 1 == applies_to.len();
+                let last = i + 1 == applies_to.vars.len();
                 self.with_state(&target, |s| {
                     if last && s.facts.is_empty() {
                         s.facts = Arc::new(o.extras.facts.take().unwrap_or_default());
@@ -353,7 +384,11 @@ impl Runner {
             if let Some(v) = &o.extras.set_vars {
                 self.set_runtime(&fact_target(h), v.clone());
             }
-            if changed && !t.own.notify.is_empty() && o.status != Status::Failed {
+            if changed
+                && !t.own.notify.is_empty()
+                && o.status != Status::Failed
+                && applies_to.notify.contains(h)
+            {
                 let names = self.notify_names(pc, t, inner, h);
                 self.with_state(h, |s| s.notified.extend(names));
             }
