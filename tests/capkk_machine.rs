@@ -17,8 +17,15 @@
 //! leaves the machine clean and a second reset changes nothing; an unreachable address is a
 //! retryable error; a wrong sha256 override is a terminal one naming the file and both
 //! digests.
+//!
+//! Offline (`spec.repository.iso`): a host with no route to any mirror and some required
+//! packages removed installs them from an apt repository built on this controller by kk's
+//! download/repository role (tests/offline_packages.rs's way, real Debian packages), put
+//! under the driver's binary_dir/repository: `auto` finds the release's own, a named
+//! directory and a named image (loop-mounted) are used as named.
 
 use crate::common;
+use crate::offline_packages;
 
 use capkk::api::{
     Auth, Component, ContainerManager, KKClusterSpec, KKInstanceSpec, Repository, Role,
@@ -396,5 +403,109 @@ fn unreachable_is_retryable_and_a_wrong_sha256_is_not() {
             .join(format!("kubekey/kube/{KUBE}/amd64/kubeadm"))
             .exists(),
         "the refused file was stored"
+    );
+}
+
+/// A job that runs only the repository phase on the bed's host, with `iso`.
+fn repository_job(bed: &TestBed, iso: &str) -> Job {
+    Job {
+        instance: KKInstanceSpec {
+            name: NAME.into(),
+            address: bed.hosts()[0].ip.to_string(),
+            auth: Auth {
+                user: "root".into(),
+                private_key: std::fs::read_to_string(bed.key_path()).unwrap(),
+                ..Default::default()
+            },
+            repository: Some(Repository {
+                iso: iso.into(),
+                update: false,
+                packages: vec![],
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+#[test]
+fn offline_repository_auto_then_named_directory_and_image() {
+    let started = std::time::Instant::now();
+    let bed = TestBed::start(1).expect("boot a test host");
+    offline_packages::assert_no_mirror(&bed);
+    offline_packages::purge(&bed);
+    let apt_before = sh(&bed, 0, offline_packages::APT_STATE);
+    let export = offline_packages::export_repository(&bed);
+    eprintln!(
+        "capkk_machine: repository exported in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = driver(dir.path());
+    let repos = d.workdir().join("kubekey/repository");
+    std::fs::create_dir_all(&repos).unwrap();
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(export.path("wd/kubekey/repository/debian-12-debs-amd64"))
+        .arg(&repos)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let rt = runtime();
+    let phase = |iso: &str| {
+        let t = std::time::Instant::now();
+        let r = rt
+            .block_on(d.run_phase(Phase::Repository, &repository_job(&bed, iso)))
+            .unwrap_or_else(|e| panic!("repository phase with iso {iso:?}: {}", e.message));
+        eprintln!(
+            "capkk_machine: repository ({iso}) in {:.1}s, changed {}",
+            t.elapsed().as_secs_f64(),
+            r.changed
+        );
+        r
+    };
+    let installed = |r: &capkk::machine::PhaseReport| {
+        assert!(
+            r.changed_tasks.contains(&format!(
+                "Repository | Install the missing packages from it on {NAME}"
+            )),
+            "{:?}",
+            r.changed_tasks
+        );
+        offline_packages::assert_host_installed(&bed, &apt_before);
+    };
+
+    // `auto`: the repository of the machine's release (debian-12-debs-amd64).
+    installed(&phase("auto"));
+    let again = phase("auto");
+    assert_eq!(again.changed, 0, "{:?}", again.changed_tasks);
+
+    // A named directory, under a name `auto` would not pick.
+    std::fs::rename(repos.join("debian-12-debs-amd64"), repos.join("site-debs")).unwrap();
+    offline_packages::purge(&bed);
+    installed(&phase("site-debs"));
+
+    // A named image of it (loop-mounted on the host), the directory gone; then nothing to do.
+    offline_packages::ext4_image(&repos.join("site-debs"), &repos.join("site-debs.img"));
+    std::fs::remove_dir_all(repos.join("site-debs")).unwrap();
+    offline_packages::purge(&bed);
+    installed(&phase("site-debs.img"));
+    let again = phase("site-debs.img");
+    assert_eq!(again.changed, 0, "{:?}", again.changed_tasks);
+
+    // A name that is not there: a terminal error naming the path.
+    let e = rt
+        .block_on(d.run_phase(Phase::Repository, &repository_job(&bed, "gone.iso")))
+        .unwrap_err();
+    assert!(!e.retryable, "{}", e.message);
+    assert!(
+        e.message.contains(&format!("{}/gone.iso", repos.display())),
+        "{}",
+        e.message
+    );
+    eprintln!(
+        "capkk_machine: offline repository flow in {:.1}s",
+        started.elapsed().as_secs_f64()
     );
 }

@@ -14,20 +14,23 @@
 //!
 //! The controller does reach Debian's mirrors: the repository's apt state (lists, .debs) is
 //! kept in target/kk-offline-apt (repository.apt_dir), so a re-run downloads nothing.
+//!
+//! tests/capkk_machine.rs builds its repository and checks its host the same way (the
+//! `pub(crate)` items here).
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{bed_inventory_hosts, sh, Project, Run};
 use testbed::http::HttpServer;
 use testbed::TestBed;
 
 /// The packages taken off the host: ipvsadm needs libnl-genl-3-200 back.
-const REMOVED: [&str; 3] = ["ipvsadm", "libnl-genl-3-200", "socat"];
+pub(crate) const REMOVED: [&str; 3] = ["ipvsadm", "libnl-genl-3-200", "socat"];
 
 /// Every file under /etc/apt and the apt lists with its sha256: what must not change.
-const APT_STATE: &str =
+pub(crate) const APT_STATE: &str =
     "find /etc/apt /var/lib/apt/lists -type f -print0 | sort -z | xargs -0 sha256sum";
 
 /// Runs `cmd` on this machine (the controller); it must succeed. Its stdout.
@@ -42,6 +45,65 @@ fn sh_local(cmd: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The controller's apt state for the repository (lists, .debs), kept between runs.
+pub(crate) fn apt_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kk-offline-apt")
+}
+
+/// No route to any mirror: apt-get update fails on host 0 (any fetch error is fatal).
+pub(crate) fn assert_no_mirror(bed: &TestBed) {
+    let upd = bed.ssh(0, "apt-get -o APT::Update::Error-Mode=any update 2>&1");
+    let upd_out = String::from_utf8_lossy(&upd.stdout).into_owned();
+    assert!(
+        !upd.status.success() && upd_out.contains("deb.debian.org"),
+        "the test host reaches a mirror: {upd_out}"
+    );
+}
+
+/// Takes [`REMOVED`] off host 0.
+pub(crate) fn purge(bed: &TestBed) {
+    sh(
+        bed,
+        0,
+        &format!("dpkg --purge {} >/dev/null", REMOVED.join(" ")),
+    );
+}
+
+/// Builds the repository of this controller's release with role download/repository
+/// (the fixture's first play; `bed`'s host is in no group, so the second play has no
+/// host): `<project>/wd/kubekey/repository/debian-12-debs-amd64`.
+pub(crate) fn export_repository(bed: &TestBed) -> Project {
+    let p = Project::new();
+    p.file("inventory.yaml", &bed_inventory_hosts(bed, &["node1"]))
+        .file("config.yaml", &config(&apt_dir()));
+    let r = run(&p, &[]);
+    r.code(0);
+    assert!(
+        p.path("wd/kubekey/repository/debian-12-debs-amd64/Packages.gz")
+            .is_file(),
+        "{}",
+        r.describe()
+    );
+    p
+}
+
+/// `dir` as an ext4 image at `image` (`mke2fs -d`: e2fsprogs is on every Debian, xorriso
+/// is not); the role mounts whatever the kernel recognises.
+pub(crate) fn ext4_image(dir: &Path, image: &Path) {
+    let mk = std::process::Command::new("mke2fs")
+        .args(["-q", "-F", "-t", "ext4", "-d"])
+        .arg(dir)
+        .arg(image)
+        .arg("48M")
+        .output()
+        .expect("run mke2fs");
+    assert!(
+        mk.status.success(),
+        "mke2fs: {}",
+        String::from_utf8_lossy(&mk.stderr)
+    );
 }
 
 fn config(apt_dir: &Path) -> String {
@@ -79,6 +141,12 @@ fn assert_installed(bed: &TestBed, r: &Run, apt_before: &str) {
         "{}",
         r.describe()
     );
+    assert_host_installed(bed, apt_before);
+}
+
+/// Host 0 has [`REMOVED`] installed, its apt files as `apt_before`, and no copy of the
+/// repository, mount or loop device left.
+pub(crate) fn assert_host_installed(bed: &TestBed, apt_before: &str) {
     for pkg in REMOVED {
         sh(
             bed,
@@ -101,17 +169,10 @@ fn assert_installed(bed: &TestBed, r: &Run, apt_before: &str) {
 #[test]
 fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_repository() {
     let bed = TestBed::start(1).expect("boot test host");
-    let apt_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kk-offline-apt");
-    let purge = format!("dpkg --purge {} >/dev/null", REMOVED.join(" "));
+    let apt_dir = apt_dir();
 
-    // No route to any mirror: apt-get update fails on the host (any fetch error is fatal).
-    let upd = bed.ssh(0, "apt-get -o APT::Update::Error-Mode=any update 2>&1");
-    let upd_out = String::from_utf8_lossy(&upd.stdout).into_owned();
-    assert!(
-        !upd.status.success() && upd_out.contains("deb.debian.org"),
-        "the test host reaches a mirror: {upd_out}"
-    );
-    sh(&bed, 0, &purge);
+    assert_no_mirror(&bed);
+    purge(&bed);
     let apt_before = sh(&bed, 0, APT_STATE);
 
     // 1. Export: the repository is built for this controller's release and packed; the
@@ -153,7 +214,7 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
 
     // 2. `-a`: another work dir, no build, the package alone.
     let b = project(&bed, &apt_dir, false);
-    sh(&bed, 0, &purge);
+    purge(&bed);
     let set = format!("download.artifact_file={}", pkg.display());
     let r = run(&b, &["--set", &set]);
     assert_installed(&bed, &r, &apt_before);
@@ -165,18 +226,7 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
     let dir = b.path("wd/kubekey/repository/debian-12-debs-amd64");
     let served = tempfile::tempdir().unwrap();
     let image = served.path().join("debian-12-debs-amd64.iso");
-    let mk = std::process::Command::new("mke2fs")
-        .args(["-q", "-F", "-t", "ext4", "-d"])
-        .arg(&dir)
-        .arg(&image)
-        .arg("48M")
-        .output()
-        .expect("run mke2fs");
-    assert!(
-        mk.status.success(),
-        "mke2fs: {}",
-        String::from_utf8_lossy(&mk.stderr)
-    );
+    ext4_image(&dir, &image);
     let srv = HttpServer::start("127.0.0.1".parse().unwrap(), served.path()).unwrap();
     let sum = sh_local(&format!("sha256sum < {}", image.display()));
     let sum = sum.split_whitespace().next().unwrap();
@@ -195,7 +245,7 @@ fn a_host_without_mirrors_installs_the_missing_packages_from_the_exported_reposi
     let iso = b.path("wd/kubekey/repository/debian-12-debs-amd64.iso");
     assert!(!iso.exists());
     b.file("config.yaml", &iso_config(sum));
-    sh(&bed, 0, &purge);
+    purge(&bed);
     let r = run(&b, &[]);
     assert!(iso.is_file(), "{}", r.describe());
     assert_installed(&bed, &r, &apt_before);
