@@ -167,8 +167,9 @@ pub struct ContainerManager {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Repository {
-    /// `""`: install no packages; `none`: the machine's own repositories; `auto`: an ISO
-    /// matching the machine's OS; any other value: that ISO file's name.
+    /// `""`: install no packages; `none`: the machine's own repositories; `auto`: the
+    /// offline repository (ISO or directory) of the machine's OS release; any other value:
+    /// that ISO, image or repository directory under the controller's `repository/`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub iso: String,
     /// Refresh the package lists first.
