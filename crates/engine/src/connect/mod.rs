@@ -19,6 +19,7 @@ pub mod bounded;
 pub mod fake;
 pub mod input;
 pub mod local;
+mod reaper;
 pub mod ssh;
 pub mod su;
 pub mod traced;

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use openssh::{Session, Stdio};
 use tokio::sync::Mutex;
 
+use super::reaper::{REAPER, REAPER_START};
 use super::{shell_quote, Become, BecomeMethod, Connection, ExecOutput, ExecRequest};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -124,7 +125,7 @@ pub struct SshConnection {
     /// is only fed to sudo when it will read it (otherwise it would reach the command).
     sudo_nopasswd: Mutex<std::collections::HashMap<String, bool>>,
     dir: tempfile::TempDir,
-    /// Whether the current master's connection has its [`REAPER`] (started by the first
+    /// Whether the current master's connection has its [`REAPER`](super::reaper::REAPER) (started by the first
     /// command on it); cleared when the master is opened again.
     reaper_started: std::sync::atomic::AtomicBool,
     /// Masters opened so far (the recap's `logins`).
@@ -431,7 +432,7 @@ impl SshConnection {
         Ok(ExecOutput { rc, stdout, stderr })
     }
 
-    /// True for exactly one command per connection: the one that starts its [`REAPER`].
+    /// True for exactly one command per connection: the one that starts its [`REAPER`](super::reaper::REAPER).
     fn take_reaper(&self) -> bool {
         !self
             .reaper_started
@@ -516,7 +517,7 @@ const MASTER_MALLOC: &str = "glibc.malloc.mmap_threshold=131072:glibc.malloc.tri
 ///
 /// Every command is its own session on the host (sshd calls setsid for each channel), so
 /// nothing per command is needed to stop it when kk goes away: the first command on a
-/// connection (`reaper`) also starts [`REAPER`], which stops the sessions still running
+/// connection (`reaper`) also starts [`REAPER`](super::reaper::REAPER), which stops the sessions still running
 /// when the connection ends. The common command is then a single `exec`: the login shell
 /// becomes `/bin/sh` running the script, no extra process. With sudo, a `/bin/sh` stays
 /// in front as the session leader, because a setuid `sudo` leader's environment cannot
@@ -601,45 +602,6 @@ fn push_timeout_and_script(line: &mut String, req: &ExecRequest) {
     line.push_str("/bin/sh -c ");
     line.push_str(&shell_quote(&req.script));
 }
-
-/// Starts [`REAPER`] (passed as `$1`) in its own session, detached from the channel, with
-/// the connection's sshd process (`$PPID`: the parent of every command of this
-/// connection) and `$SSH_CONNECTION` (client and server address and port: the same in
-/// every command of this connection, different in any other).
-const REAPER_START: &str = "{ setsid /bin/sh -c \"$1\" kk-reaper \"$PPID\" \"$SSH_CONNECTION\" || /bin/sh -c \"$1\" kk-reaper \"$PPID\" \"$SSH_CONNECTION\"; } </dev/null >/dev/null 2>&1 &\n";
-
-/// One per connection, instead of a watchdog per command: waits (checking once a second)
-/// until the connection's sshd process is gone (kk ended, was interrupted, or the
-/// connection was lost), then stops every command of that connection still running: a
-/// session leader (a command sshd started) whose environment holds this connection's
-/// `SSH_CONNECTION` and whose parent is no longer a live sshd (so a later connection that
-/// happens to reuse the client port is left alone). TERM first, so sudo passes it on to
-/// what it started, then KILL after 2 s. Background processes a finished command left
-/// behind (its session leader gone) are not touched, as before. A `$PPID` that is not an
-/// sshd (`sshd-session` on OpenSSH 9.8+) means the connection was lost before the shell
-/// started (it was re-parented, to init or a subreaper): the reaper then stops at once.
-const REAPER: &str = r#"p=$1 c=$2
-[ -n "$c" ] || exit 0
-trap '' HUP INT TERM
-cd /
-n=; read -r n 2>/dev/null <"/proc/$p/comm"
-case $n in sshd*) ;; *) p=0 ;; esac
-while [ "$p" -gt 1 ] && kill -0 "$p" 2>/dev/null; do sleep 1; done
-l=
-for f in $(grep -lsxzF "SSH_CONNECTION=$c" /proc/[0-9]*/environ 2>/dev/null); do
-  q=${f#/proc/}; q=${q%/environ}
-  [ "$q" = "$$" ] && continue
-  s=; read -r s 2>/dev/null <"/proc/$q/stat" || continue
-  s=${s##*) }; set -- $s
-  [ "$4" = "$q" ] || continue
-  n=; read -r n 2>/dev/null <"/proc/$2/comm"
-  case $n in sshd*) continue ;; esac
-  l="$l $q"
-done
-[ -n "$l" ] || exit 0
-for g in $l; do kill -TERM -"$g" 2>/dev/null; done
-sleep 2
-for g in $l; do kill -KILL -"$g" 2>/dev/null; done"#;
 
 fn write_secret(path: &std::path::Path, content: &str) -> Result<()> {
     use std::io::Write;
@@ -903,39 +865,5 @@ mod tests {
                 (Some(3), "/bin/sh|it's|".to_string())
             );
         }
-    }
-
-    /// A reaper started after its connection was lost (its `$PPID` is init, not an sshd)
-    /// stops that connection's sessions at once instead of waiting on init forever.
-    #[test]
-    fn reaper_of_a_lost_connection_stops_its_sessions_at_once() {
-        use std::os::unix::process::ExitStatusExt;
-        let conn = format!("192.0.2.1 {} 192.0.2.2 22", std::process::id());
-        let mut session = std::process::Command::new("setsid")
-            .args(["sleep", "60"])
-            .env("SSH_CONNECTION", &conn)
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        let t = std::time::Instant::now();
-        let reaper = std::process::Command::new("timeout")
-            .args([
-                "-s",
-                "KILL",
-                "20",
-                "/bin/sh",
-                "-c",
-                REAPER,
-                "kk-reaper",
-                "1",
-                &conn,
-            ])
-            .status()
-            .unwrap();
-        let took = t.elapsed();
-        let _ = session.kill();
-        assert!(reaper.success(), "{reaper:?}");
-        assert!(took.as_secs() < 10, "{took:?}");
-        assert_eq!(session.wait().unwrap().signal(), Some(15));
     }
 }
