@@ -4,11 +4,10 @@
 //! - haproxy's configuration: Debian's `haproxy -c`;
 //! - systemd units: `systemd-analyze verify` on a test-bed host (real systemd).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// The virtualenv scripts/test creates with `kubernetes-validate` in it.
-pub const VENV: &str = "/usr/local/lib/kk-test/venv";
+use testbed::artifacts::validators::venv_bin;
 
 /// What kubernetes-validate made of a file whose objects all validated (or had no schema).
 #[derive(Debug, Default)]
@@ -37,17 +36,6 @@ fn schema_version(k8s_version: &str) -> String {
         k8s_version
     );
     format!("1.{}", m)
-}
-
-fn venv_bin(name: &str) -> PathBuf {
-    let p = Path::new(VENV).join("bin").join(name);
-    assert!(
-        p.is_file(),
-        "{} is needed: run scripts/test (it creates the virtualenv {} and pip-installs kubernetes-validate)",
-        p.display(),
-        VENV
-    );
-    p
 }
 
 /// Validates every object of a (multi-document) YAML text against the Kubernetes schema

@@ -8,26 +8,14 @@ use super::*;
 use crate::api::{self, crd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use testbed::artifacts::validators::venv_bin;
 
-/// The virtualenv scripts/test creates with kubernetes-validate (and jsonschema) in it.
-const VENV: &str = "/usr/local/lib/kk-test/venv";
 /// The Kubernetes versions the manifests are validated for: kube's k8s-openapi feature
 /// (v1_33) and the newest kubernetes-validate 1.37.0 knows.
 const K8S_VERSIONS: [&str; 2] = ["1.33", "1.37"];
 
 fn config_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("config")
-}
-
-fn venv_bin(name: &str) -> PathBuf {
-    let p = Path::new(VENV).join("bin").join(name);
-    assert!(
-        p.is_file(),
-        "{} is needed: run scripts/test (it creates the virtualenv {} and pip-installs kubernetes-validate)",
-        p.display(),
-        VENV
-    );
-    p
 }
 
 fn docs(text: &str) -> Vec<serde_yaml::Value> {

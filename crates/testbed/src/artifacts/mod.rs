@@ -19,6 +19,7 @@ pub mod mirror;
 pub mod oci;
 pub mod serve;
 pub mod tree;
+pub mod validators;
 
 use std::path::{Path, PathBuf};
 
