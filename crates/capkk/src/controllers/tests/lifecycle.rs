@@ -418,10 +418,7 @@ async fn terminal_reset_failure_keeps_the_finalizer() {
 #[tokio::test]
 async fn the_controller_loops_build_and_release_a_machine_over_watches() {
     let w = World::new().await;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(super::super::run(w.ctx.clone(), async move {
-        let _ = rx.await;
-    }));
+    let (tx, run) = w.run_controllers();
     // The bootstrap data comes later: the Machine's watch, not the 10 s WAIT, resumes it.
     w.machine_with("m1", vec![Role::ControlPlane], false).await;
     let waiting = async {
@@ -437,9 +434,12 @@ async fn the_controller_loops_build_and_release_a_machine_over_watches() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(5), waiting)
-        .await
-        .expect("the KKMachine waits for data");
+    within(
+        "the KKMachine waits for data",
+        Duration::from_secs(5),
+        waiting,
+    )
+    .await;
     let data = json!({"spec": {"bootstrap": {"dataSecretName": "m1-bootstrap"}}});
     Api::<capi::Machine>::namespaced(w.client.clone(), NS)
         .patch("m1", &PatchParams::default(), &Patch::Merge(&data))
@@ -454,9 +454,12 @@ async fn the_controller_loops_build_and_release_a_machine_over_watches() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(5), ready)
-        .await
-        .expect("the KKMachine became ready, sooner than WAIT");
+    within(
+        "the KKMachine became ready, sooner than WAIT",
+        Duration::from_secs(5),
+        ready,
+    )
+    .await;
     assert!(
         w.get::<KKCluster>("kkc1")
             .await
@@ -476,13 +479,10 @@ async fn the_controller_loops_build_and_release_a_machine_over_watches() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(30), gone)
-        .await
-        .expect("the machine was released");
+    within("the machine was released", Duration::from_secs(30), gone).await;
     let _ = tx.send(());
-    tokio::time::timeout(Duration::from_secs(10), run)
+    within("graceful shutdown", Duration::from_secs(10), run)
         .await
-        .expect("graceful shutdown")
         .unwrap();
     let resets = w
         .driver

@@ -356,15 +356,7 @@ async fn machines_get_instances_by_role_until_none_is_free() {
 #[tokio::test]
 async fn machine_waits_for_infrastructure_and_bootstrap_data() {
     let w = World::new().await;
-    let clusters: Api<capi::Cluster> = Api::namespaced(w.client.clone(), NS);
-    clusters
-        .patch_status(
-            "c1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"infrastructureReady": false}})),
-        )
-        .await
-        .unwrap();
+    w.infrastructure_ready(false).await;
     w.machine("m1", vec![Role::Worker]).await;
     assert_eq!(w.kkmachine("kk-m1").await, Action::requeue(WAIT));
     let st = w.get::<KKMachine>("kk-m1").await.unwrap().status.unwrap();
@@ -373,14 +365,7 @@ async fn machine_waits_for_infrastructure_and_bootstrap_data() {
         Some(("False".into(), reason::WAITING_FOR_INFRASTRUCTURE.into()))
     );
 
-    clusters
-        .patch_status(
-            "c1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"infrastructureReady": true}})),
-        )
-        .await
-        .unwrap();
+    w.infrastructure_ready(true).await;
     let machines: Api<capi::Machine> = Api::namespaced(w.client.clone(), NS);
     machines
         .patch(

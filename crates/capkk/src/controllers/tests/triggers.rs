@@ -4,33 +4,12 @@
 
 use super::world::*;
 use crate::api::*;
-use crate::controllers::{capi, run, Backoff, WAIT};
+use crate::controllers::{Backoff, WAIT};
 use crate::machine::Phase;
 use kube::api::{Patch, PatchParams};
 use kube::Api;
 use serde_json::json;
-use std::future::Future;
 use std::time::Duration;
-
-/// Runs the three controllers until the returned sender fires.
-fn start(
-    w: &World,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<()>,
-) {
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let handle = tokio::spawn(run(w.ctx.clone(), async move {
-        let _ = rx.await;
-    }));
-    (tx, handle)
-}
-
-async fn within(what: &str, d: Duration, f: impl Future<Output = ()>) {
-    tokio::time::timeout(d, f)
-        .await
-        .unwrap_or_else(|_| panic!("not within {d:?}: {what}"));
-}
 
 fn bootstraps(w: &World) -> usize {
     w.driver
@@ -45,7 +24,7 @@ async fn a_failing_instance_waits_for_its_backoff_not_for_its_own_status_writes(
     let w = World::new().await;
     w.driver
         .fail(Phase::Bootstrap, "host unreachable", true, usize::MAX);
-    let (tx, handle) = start(&w);
+    let (tx, handle) = w.run_controllers();
     w.machine("m1", vec![Role::Worker]).await;
     within("the bootstrap failed", Duration::from_secs(5), async {
         while bootstraps(&w) == 0 {
@@ -89,16 +68,8 @@ async fn a_failing_instance_waits_for_its_backoff_not_for_its_own_status_writes(
 #[tokio::test]
 async fn machines_resume_when_their_cluster_becomes_infrastructure_ready() {
     let w = World::new().await;
-    let clusters: Api<capi::Cluster> = Api::namespaced(w.client.clone(), NS);
-    clusters
-        .patch_status(
-            "c1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"infrastructureReady": false}})),
-        )
-        .await
-        .unwrap();
-    let (tx, handle) = start(&w);
+    w.infrastructure_ready(false).await;
+    let (tx, handle) = w.run_controllers();
     w.machine("m1", vec![Role::Worker]).await;
     within("the KKMachine waits", Duration::from_secs(5), async {
         loop {
@@ -113,14 +84,7 @@ async fn machines_resume_when_their_cluster_becomes_infrastructure_ready() {
         }
     })
     .await;
-    clusters
-        .patch_status(
-            "c1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"infrastructureReady": true}})),
-        )
-        .await
-        .unwrap();
+    w.infrastructure_ready(true).await;
     // Sooner than the KKMachine's own look again after WAIT.
     within("the KKMachine ready", WAIT / 2, async {
         while !w

@@ -150,11 +150,7 @@ impl World {
         );
         c.metadata.namespace = Some(NS.into());
         let c = clusters.create(&PostParams::default(), &c).await.unwrap();
-        let status = json!({"status": {"infrastructureReady": true}});
-        clusters
-            .patch_status("c1", &PatchParams::default(), &Patch::Merge(&status))
-            .await
-            .unwrap();
+        w.infrastructure_ready(true).await;
 
         let mut kkc = KKCluster::new(
             "kkc1",
@@ -281,6 +277,34 @@ impl World {
             .unwrap()
     }
 
+    /// Sets Cluster `c1`'s `status.infrastructureReady`, as Cluster API does from the
+    /// KKCluster's readiness.
+    pub async fn infrastructure_ready(&self, ready: bool) {
+        Api::<capi::Cluster>::namespaced(self.client.clone(), NS)
+            .patch_status(
+                "c1",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"infrastructureReady": ready}})),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// Runs the three real controller loops over the fake's watches until the returned
+    /// sender fires (then the handle ends once they have shut down).
+    pub fn run_controllers(
+        &self,
+    ) -> (
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(super::super::run(self.ctx.clone(), async move {
+            let _ = rx.await;
+        }));
+        (tx, handle)
+    }
+
     /// Reconciles the KKCluster once.
     pub async fn cluster(&self) -> Action {
         let k: KKCluster = self.get("kkc1").await.unwrap();
@@ -376,4 +400,15 @@ pub fn cond(conditions: &[Condition], type_: &str) -> Option<(String, String)> {
         .iter()
         .find(|c| c.type_ == type_)
         .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+/// Awaits `f`, failing the test with `what` if it takes longer than `d`.
+pub async fn within<T>(
+    what: &str,
+    d: std::time::Duration,
+    f: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::time::timeout(d, f)
+        .await
+        .unwrap_or_else(|_| panic!("not within {d:?}: {what}"))
 }
