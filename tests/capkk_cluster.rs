@@ -161,10 +161,8 @@ async fn settle(fake: &FakeApi, quiet: Duration) {
 }
 
 fn get<K: serde::de::DeserializeOwned>(fake: &FakeApi, resource: &str, name: &str) -> Option<K> {
-    fake.objects(resource)
-        .into_iter()
-        .find(|o| o["metadata"]["name"] == name)
-        .map(|o| serde_json::from_value(o).unwrap())
+    let o = json_of(fake, resource, name);
+    (!o.is_null()).then(|| serde_json::from_value(o).unwrap())
 }
 
 fn kkm(fake: &FakeApi, name: &str) -> Option<KKMachine> {
@@ -187,6 +185,7 @@ fn condition(obj: &Value, type_: &str) -> Option<(String, String, String)> {
         })
 }
 
+/// The object `name` of `resource` as the fake holds it (`null` when there is none).
 fn json_of(fake: &FakeApi, resource: &str, name: &str) -> Value {
     fake.objects(resource)
         .into_iter()
